@@ -1,0 +1,37 @@
+package io.kdapack.core.kda;
+
+/**
+ * A KDA implementation: the CPU chunked kernels, the token-by-token reference, or a GPU backend.
+ * Every implementation takes the same inputs and gives the same results within float32 round-off.
+ */
+public interface KdaBackend {
+
+    /** Short name for logs and benchmarks ({@code "cpu-chunked"}, {@code "cuda"}, …). */
+    String name();
+
+    /** Outputs {@code o [T,HV,V]} (zero at padding) and final states {@code ht [N,HV,K,V]}. */
+    KdaResult forward(KdaInputs in, KdaOptions options);
+
+    /**
+     * Gradients of {@code L = Σ o·dO + Σ ht·dHt} with respect to every input as stored.
+     *
+     * @param dO  {@code [T,HV,V]} upstream gradient of o
+     * @param dHt {@code [N,HV,K,V]} upstream gradient of the final states, or null for zero
+     */
+    KdaGradients backward(KdaInputs in, KdaOptions options, float[] dO, float[] dHt);
+
+    /**
+     * @param o  {@code [T,HV,V]}
+     * @param ht {@code [N,HV,K,V]}
+     */
+    record KdaResult(float[] o, float[] ht) {
+    }
+
+    /**
+     * Gradients, shaped like the inputs; {@code dALog}, {@code dDtBias} and {@code dH0} are null when the
+     * corresponding input is null.
+     */
+    record KdaGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta,
+                        float[] dALog, float[] dDtBias, float[] dH0) {
+    }
+}
