@@ -35,7 +35,7 @@ class KdaGoldenTest {
     static Stream<Arguments> cases() throws IOException, URISyntaxException {
         return goldenFiles().stream().flatMap(file -> Stream.of(
                 Arguments.of(file.getFileName().toString(), new KdaRecurrent(2)),
-                Arguments.of(file.getFileName().toString(), new KdaRecurrent(1))));
+                Arguments.of(file.getFileName().toString(), new KdaChunked(2))));
     }
 
     @ParameterizedTest(name = "{0} {1}")
