@@ -10,7 +10,6 @@ import static io.kdapack.core.kda.ChunkMath.multiplyAdd;
 
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 
 /**
  * One chunk of at most {@value #SIZE} tokens of one (sequence, value head), forward and backward, in the
@@ -63,6 +62,7 @@ final class KdaChunk {
     private final float[] e;
     private final float[] dRowQ;
     private final float[] dRowK;
+    private final double[] suffixSum;
 
     KdaChunk(int keyDim, int valueDim) {
         kd = keyDim;
@@ -93,6 +93,7 @@ final class KdaChunk {
         e = new float[kd];
         dRowQ = new float[kd];
         dRowK = new float[kd];
+        suffixSum = new double[kd];
     }
 
     /**
@@ -178,12 +179,13 @@ final class KdaChunk {
         }
         pairwiseBackward(s, first, len, grads);
         elementwiseBackward(s, first, len, grads);
-        // dg_t = Σ_{r ≥ t} dΓ_r within the chunk.
+        // dg_t = Σ_{r ≥ t} dΓ_r within the chunk, summed in double: the terms cancel heavily.
+        Arrays.fill(suffixSum, 0.0);
         for (int r = len - 1; r >= 0; r--) {
-            if (r < len - 1) {
-                axpy(kd, 1f, dGamma, (r + 1) * kd, dGamma, r * kd);
+            for (int i = 0; i < kd; i++) {
+                suffixSum[i] += dGamma[r * kd + i];
+                grads.dg()[(first + r) * kd + i] = (float) suffixSum[i];
             }
-            System.arraycopy(dGamma, r * kd, grads.dg(), (first + r) * kd, kd);
         }
         System.arraycopy(dS0, 0, dState, 0, dS0.length);
     }
@@ -242,14 +244,13 @@ final class KdaChunk {
                 FloatVector sumK = FloatVector.zero(ChunkMath.SPECIES);
                 for (int bound = ChunkMath.SPECIES.loopBound(kd); i < bound; i += ChunkMath.SPECIES.length()) {
                     FloatVector runV = FloatVector.fromArray(ChunkMath.SPECIES, run, i);
-                    FloatVector t = runV.lanewise(VectorOperators.EXP)
-                            .mul(FloatVector.fromArray(ChunkMath.SPECIES, k, colOff + i));
+                    FloatVector t = ChunkMath.exp(runV).mul(FloatVector.fromArray(ChunkMath.SPECIES, k, colOff + i));
                     sumQ = FloatVector.fromArray(ChunkMath.SPECIES, q, rowOff + i).fma(t, sumQ);
                     sumK = FloatVector.fromArray(ChunkMath.SPECIES, k, rowOff + i).fma(t, sumK);
                     runV.add(FloatVector.fromArray(ChunkMath.SPECIES, g, colOff + i)).intoArray(run, i);
                 }
-                float dotQ = sumQ.reduceLanes(VectorOperators.ADD);
-                float dotK = sumK.reduceLanes(VectorOperators.ADD);
+                float dotQ = ChunkMath.sumLanes(sumQ);
+                float dotK = ChunkMath.sumLanes(sumK);
                 for (; i < kd; i++) {
                     float t = (float) Math.exp(run[i]) * k[colOff + i];
                     dotQ += q[rowOff + i] * t;
