@@ -68,12 +68,12 @@ public final class MlaAttention implements Layer {
         } else {
             int rank = config.qLoraRank();
             qAProj = new Linear(Parameter.join(name, "q_a_proj"), d, rank, false);
-            qALayerNorm = new RmsNorm(Parameter.join(name, "q_a_layernorm"), rank, config.rmsNormEps());
+            qALayerNorm = new RmsNorm(Parameter.join(name, "q_a_layernorm"), rank, config.latentNormEps());
             qOut = new Linear(Parameter.join(name, "q_b_proj"), rank, h * config.qkHeadDim(), false);
         }
         kvAProj = new Linear(Parameter.join(name, "kv_a_proj_with_mqa"), d,
                 config.kvLoraRank() + config.qkRopeHeadDim(), false);
-        kvALayerNorm = new RmsNorm(Parameter.join(name, "kv_a_layernorm"), config.kvLoraRank(), config.rmsNormEps());
+        kvALayerNorm = new RmsNorm(Parameter.join(name, "kv_a_layernorm"), config.kvLoraRank(), config.latentNormEps());
         kvBProj = new Linear(Parameter.join(name, "kv_b_proj"), config.kvLoraRank(),
                 h * (config.qkNopeHeadDim() + config.vHeadDim()), false);
         oProj = new Linear(Parameter.join(name, "o_proj"), h * config.vHeadDim(), d, false);

@@ -11,10 +11,14 @@ package io.kdapack.core.nn;
  * @param qkRopeHeadDim  [qk_rope_head_dim] decoupled rotary part (even), shared by all heads on the key side
  * @param vHeadDim       [v_head_dim]
  * @param ropeTheta      [rope_theta]
- * @param rmsNormEps     [rms_norm_eps] of {@code q_a_layernorm} and {@code kv_a_layernorm}
+ * @param latentNormEps  eps of {@code q_a_layernorm} and {@code kv_a_layernorm}; Hugging Face's DeepSeek-V2/V3 code
+ *                       builds them with the RMSNorm default 1e-6, not with {@code rms_norm_eps}
+ *
+ * <p>No rope scaling: the softmax scale is exactly {@code 1/sqrt(P+R)} (DeepSeek's YaRN {@code mscale} correction
+ * is not applied).
  */
 public record MlaConfig(int hidden, int heads, Integer qLoraRank, int kvLoraRank, int qkNopeHeadDim,
-                        int qkRopeHeadDim, int vHeadDim, double ropeTheta, float rmsNormEps) {
+                        int qkRopeHeadDim, int vHeadDim, double ropeTheta, float latentNormEps) {
 
     public MlaConfig {
         positive("hidden_size", hidden);
@@ -31,8 +35,8 @@ public record MlaConfig(int hidden, int heads, Integer qLoraRank, int kvLoraRank
         if (!(ropeTheta > 0)) {
             throw new IllegalArgumentException("rope_theta must be > 0, got " + ropeTheta);
         }
-        if (!(rmsNormEps > 0)) {
-            throw new IllegalArgumentException("rms_norm_eps must be > 0, got " + rmsNormEps);
+        if (!(latentNormEps > 0)) {
+            throw new IllegalArgumentException("latent norm eps must be > 0, got " + latentNormEps);
         }
     }
 
