@@ -38,15 +38,17 @@ public final class ShortConvFiles {
                     + cu.dtype() + " " + Arrays.toString(cu.shape()));
         }
         Segments segments = segmentsFromCuSeqlens(cu.toIntArray(), tokens);
-        float[] bias = file.has("bias") ? floatTensor(file, "bias").toFloatArray() : null;
-        float[] initial = file.has("initial_state") ? floatTensor(file, "initial_state").toFloatArray() : null;
+        float[] bias = file.has("bias") ? shaped(file, "bias", channels).toFloatArray() : null;
+        float[] initial = file.has("initial_state")
+                ? shaped(file, "initial_state", segments.count(), channels, width).toFloatArray() : null;
         return new ShortConvInputs(segments, channels, width, x.toFloatArray(), weight.toFloatArray(), bias, initial,
                 Activation.parse(file.meta("activation")));
     }
 
     /** The upstream gradient {@code dy [T,D]} of a case file. */
     public static float[] upstreamGradient(SafeTensors file) {
-        return floatTensor(file, "dy").toFloatArray();
+        Tensor x = file.get("x");
+        return shaped(file, "dy", x.shape()).toFloatArray();
     }
 
     /** Outputs and gradients under the golden names, stored as {@code dtype} (F32 or F64). */
@@ -96,6 +98,16 @@ public final class ShortConvFiles {
             ends[i] = cuSeqlens[i + 1];
         }
         return new Segments(tokens, starts, ends);
+    }
+
+    /** The float tensor {@code name}, which must have exactly {@code shape}. */
+    private static Tensor shaped(SafeTensors file, String name, long... shape) {
+        Tensor t = floatTensor(file, name);
+        if (!Arrays.equals(t.shape(), shape)) {
+            throw new IllegalArgumentException("tensor '" + name + "' must have shape " + Arrays.toString(shape)
+                    + ", got " + Arrays.toString(t.shape()));
+        }
+        return t;
     }
 
     private static Tensor floatTensor(SafeTensors file, String name) {
