@@ -1,7 +1,7 @@
 package io.kdapack.data.indexed;
 
 import java.io.IOException;
-import java.nio.MappedByteBuffer;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -75,7 +75,8 @@ public final class IndexedDataset {
         return validate(idx, bin);
     }
 
-    private static IndexedDataset validate(MappedFile idx, MappedFile bin) throws IndexedDatasetException {
+    /** Validates already mapped (or wrapped) files; the entry point for tests that mutate bytes in memory. */
+    static IndexedDataset validate(MappedFile idx, MappedFile bin) throws IndexedDatasetException {
         long idxLength = idx.length();
         if (idxLength < HEADER_BYTES) {
             throw corrupt(idx, "header", HEADER_BYTES + " bytes at least", idxLength + " bytes (truncated)");
@@ -248,7 +249,7 @@ public final class IndexedDataset {
         }
     }
 
-    private void copy(MappedByteBuffer window, int at, int n, int[] dst, int to, int sequence) {
+    private void copy(ByteBuffer window, int at, int n, int[] dst, int to, int sequence) {
         switch (dtype) {
             case UINT16 -> {
                 for (int i = 0; i < n; i++) {

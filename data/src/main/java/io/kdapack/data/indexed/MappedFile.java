@@ -1,14 +1,14 @@
 package io.kdapack.data.indexed;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
 /**
- * A read-only memory map of a whole file of any size, as {@link MappedByteBuffer} windows (a buffer addresses at most
+ * A read-only memory map of a whole file of any size, as {@code MappedByteBuffer} windows (a buffer addresses at most
  * 2 GiB). Window {@code k} starts at byte {@code k·W} and extends {@value #OVERLAP} bytes into the next window, so a
  * scalar of up to 8 bytes at any position lies inside the window of its first byte. All reads are little-endian.
  *
@@ -23,9 +23,9 @@ final class MappedFile {
     private final Path path;
     private final long length;
     private final long windowBytes;
-    private final MappedByteBuffer[] windows;
+    private final ByteBuffer[] windows;
 
-    private MappedFile(Path path, long length, long windowBytes, MappedByteBuffer[] windows) {
+    private MappedFile(Path path, long length, long windowBytes, ByteBuffer[] windows) {
         this.path = path;
         this.length = length;
         this.windowBytes = windowBytes;
@@ -39,20 +39,36 @@ final class MappedFile {
 
     /** Maps {@code path} with windows of {@code windowBytes} (a multiple of 8; small values exercise the windowing). */
     static MappedFile map(Path path, long windowBytes) throws IOException {
-        if (windowBytes < OVERLAP || windowBytes % OVERLAP != 0 || windowBytes > Integer.MAX_VALUE - OVERLAP) {
-            throw new IllegalArgumentException("windowBytes must be a multiple of 8 in [8, 2^31-16], got " + windowBytes);
-        }
+        checkWindow(windowBytes);
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
             long length = channel.size();
             int count = Math.toIntExact((length + windowBytes - 1) / windowBytes);
-            MappedByteBuffer[] windows = new MappedByteBuffer[count];
+            ByteBuffer[] windows = new ByteBuffer[count];
             for (int k = 0; k < count; k++) {
                 long start = k * windowBytes;
                 long size = Math.min(length - start, windowBytes + OVERLAP);
-                windows[k] = channel.map(FileChannel.MapMode.READ_ONLY, start, size);
-                windows[k].order(ByteOrder.LITTLE_ENDIAN);
+                windows[k] = channel.map(FileChannel.MapMode.READ_ONLY, start, size).order(ByteOrder.LITTLE_ENDIAN);
             }
             return new MappedFile(path, length, windowBytes, windows);
+        }
+    }
+
+    /** The same windows over bytes in memory, named {@code path} in messages (tests without files). */
+    static MappedFile wrap(Path path, byte[] bytes, long windowBytes) {
+        checkWindow(windowBytes);
+        int count = (int) ((bytes.length + windowBytes - 1) / windowBytes);
+        ByteBuffer[] windows = new ByteBuffer[count];
+        for (int k = 0; k < count; k++) {
+            int start = (int) (k * windowBytes);
+            int size = (int) Math.min(bytes.length - start, windowBytes + OVERLAP);
+            windows[k] = ByteBuffer.wrap(bytes, start, size).slice().order(ByteOrder.LITTLE_ENDIAN);
+        }
+        return new MappedFile(path, bytes.length, windowBytes, windows);
+    }
+
+    private static void checkWindow(long windowBytes) {
+        if (windowBytes < OVERLAP || windowBytes % OVERLAP != 0 || windowBytes > Integer.MAX_VALUE - OVERLAP) {
+            throw new IllegalArgumentException("windowBytes must be a multiple of 8 in [8, 2^31-16], got " + windowBytes);
         }
     }
 
@@ -79,7 +95,7 @@ final class MappedFile {
     }
 
     /** The buffer of window {@code k} (little-endian, absolute reads only). */
-    MappedByteBuffer window(int k) {
+    ByteBuffer window(int k) {
         return windows[k];
     }
 
