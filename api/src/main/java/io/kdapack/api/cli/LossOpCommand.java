@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
 @Command(name = "loss", mixinStandardHelpOptions = true,
         description = "Cross-entropy, micro-batch reductions and logit gradients of a Megatron loss golden file "
                 + "(logits, labels, loss_mask; micro_batch_size and num_microbatches in the metadata).")
-final class OpLossCommand implements Callable<Integer> {
+final class LossOpCommand implements Callable<Integer> {
 
     @Option(names = "--in", required = true, paramLabel = "CASE", description = "input .safetensors (golden format)")
     Path in;

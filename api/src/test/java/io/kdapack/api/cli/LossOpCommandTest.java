@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
-class OpLossCommandTest {
+class LossOpCommandTest {
 
     /** Two micro-batches of one sample with L = 2, V = 4; uniform logits so every token's loss is log 4. */
     private static SafeTensors.Builder uniformCase() {
