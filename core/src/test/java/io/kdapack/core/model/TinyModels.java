@@ -40,14 +40,15 @@ final class TinyModels {
 
     /**
      * Replaces the 0.02-std projections by O(1) signals (std 0.35, embeddings 1) and perturbs the norm gains around 1,
-     * so that every path carries a gradient well above round-off and a leak between documents is visible. A_log and
-     * dt_bias keep their FLA initialisation.
+     * so that every path carries a gradient well above round-off and a leak between documents is visible. dt_bias
+     * becomes standard normal (FLA's values, around −5, put the gate where softplus is nearly flat and its gradient
+     * near round-off); A_log and the convolutions keep their initialisation.
      */
     static void enlarge(List<Parameter> parameters, long seed) {
         Random random = new Random(seed ^ 0x5DEECE66DL);
         for (Parameter p : parameters) {
             String name = p.name();
-            if (name.endsWith("A_log") || name.endsWith("dt_bias") || name.contains("conv1d")) {
+            if (name.endsWith("A_log") || name.contains("conv1d")) {
                 continue;
             }
             if (name.endsWith("norm.weight")) {
@@ -55,7 +56,7 @@ final class TinyModels {
                     p.value()[i] = 1f + (float) (0.1 * random.nextGaussian());
                 }
             } else {
-                p.initNormal(random, name.contains("embed_tokens") ? 1.0 : 0.35);
+                p.initNormal(random, name.contains("embed_tokens") || name.endsWith("dt_bias") ? 1.0 : 0.35);
             }
         }
     }
