@@ -17,7 +17,7 @@ import java.util.Arrays;
  *   Qg = Q ⊙ exp(Γ)   Kg = K ⊙ exp(Γ)   Kd = K ⊙ exp(Γ_last − Γ)   e = exp(Γ_last)
  *   P[r,c]   = Σ_d k_r k_c exp(Γ_r − Γ_c)   (c &lt; r)      A = diag(β) P
  *   Aqk[r,c] = Σ_d q_r k_c exp(Γ_r − Γ_c)   (c ≤ r)
- *   (I + A) W = diag(β) Kg,  (I + A) U = diag(β) V       (forward substitution)
+ *   W = (I + A)⁻¹ diag(β) Kg,  U = (I + A)⁻¹ diag(β) V   (the inverse by forward substitution)
  *   V' = U − W S     O = Qg S + Aqk V'     S ← diag(e) S + Kdᵀ V'
  * </pre>
  * Every exponent is a sum of gates ({@code ≤ 0}) formed before {@code exp}: prefix sums for
@@ -57,6 +57,9 @@ final class KdaChunk {
     private final PairwiseDecay pairs;
     private final float[] run;
     private final float[] dS0;
+    private final float[] inverse;
+    private final float[] kb;
+    private final float[] vb;
     private final double[] suffixSum;
 
     KdaChunk(int keyDim, int valueDim) {
@@ -86,7 +89,15 @@ final class KdaChunk {
         pairs = new PairwiseDecay(kd);
         run = new float[kd];
         dS0 = new float[kd * vd];
+        inverse = new float[SIZE * SIZE];
+        kb = new float[SIZE * kd];
+        vb = new float[SIZE * vd];
         suffixSum = new double[kd];
+    }
+
+    /** Whether this scratch serves heads of key dim {@code keyDim} and value dim {@code valueDim}. */
+    boolean fits(int keyDim, int valueDim) {
+        return kd == keyDim && vd == valueDim;
     }
 
     /**
@@ -139,9 +150,9 @@ final class KdaChunk {
         // Through V' = U − W S0.
         Gemm.sgemm(false, true, len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd);
         Gemm.sgemm(true, false, kd, vd, len, -1f, w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
-        // Through (I + A) U = diag(β) V and (I + A) W = diag(β) Kg: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
-        solveTransposed(len, dVNew, dVb, vd);
-        solveTransposed(len, dW, dKb, kd);
+        // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
+        Gemm.sgemm(true, false, len, vd, len, 1f, inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
+        Gemm.sgemm(true, false, len, kd, len, 1f, inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
         // dA (only c < r is read).
         Gemm.sgemm(false, true, len, len, vd, -1f, dVb, 0, vd, u, 0, vd, 0f, dA, 0, SIZE);
         Gemm.sgemm(false, true, len, len, kd, -1f, dKb, 0, kd, w, 0, kd, 1f, dA, 0, SIZE);
@@ -199,23 +210,19 @@ final class KdaChunk {
             }
             Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
         }
-        // Forward substitution: W_r = β_r Kg_r − Σ_{c<r} A[r,c] W_c, likewise U with V.
+        invertUnitLower(len);
+        // W = (I + A)⁻¹ diag(β) Kg, U = (I + A)⁻¹ diag(β) V.
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             for (int i = 0; i < kd; i++) {
-                w[r * kd + i] = beta * kg[r * kd + i];
+                kb[r * kd + i] = beta * kg[r * kd + i];
             }
             for (int j = 0; j < vd; j++) {
-                u[r * vd + j] = beta * s.v()[(first + r) * vd + j];
-            }
-            for (int c = 0; c < r; c++) {
-                float arc = a[r * SIZE + c];
-                if (arc != 0f) {
-                    axpy(kd, -arc, w, c * kd, w, r * kd);
-                    axpy(vd, -arc, u, c * vd, u, r * vd);
-                }
+                vb[r * vd + j] = beta * s.v()[(first + r) * vd + j];
             }
         }
+        Gemm.sgemm(false, false, len, kd, len, 1f, inverse, 0, SIZE, kb, 0, kd, 0f, w, 0, kd);
+        Gemm.sgemm(false, false, len, vd, len, 1f, inverse, 0, SIZE, vb, 0, vd, 0f, u, 0, vd);
         System.arraycopy(u, 0, vNew, 0, len * vd);
         Gemm.sgemm(false, false, len, vd, kd, -1f, w, 0, kd, state, 0, vd, 1f, vNew, 0, vd);
     }
@@ -238,14 +245,20 @@ final class KdaChunk {
         }
     }
 
-    /** Solves {@code (I + A)ᵀ X = Y} for {@code X [L,n]} by back substitution. */
-    private void solveTransposed(int len, float[] y, float[] x, int n) {
-        System.arraycopy(y, 0, x, 0, len * n);
-        for (int r = len - 1; r >= 0; r--) {
-            for (int j = r + 1; j < len; j++) {
-                float ajr = a[j * SIZE + r];
-                if (ajr != 0f) {
-                    axpy(n, -ajr, x, j * n, x, r * n);
+    /**
+     * {@code inverse = (I + A)⁻¹}, unit lower triangular (zero above the diagonal up to column len), by
+     * forward substitution over rows: {@code T_r = e_r − Σ_{c<r} A[r,c] T_c}, where row c has support
+     * {@code 0 … c}.
+     */
+    private void invertUnitLower(int len) {
+        for (int r = 0; r < len; r++) {
+            int row = r * SIZE;
+            Arrays.fill(inverse, row, row + len, 0f);
+            inverse[row + r] = 1f;
+            for (int c = 0; c < r; c++) {
+                float arc = a[row + c];
+                if (arc != 0f) {
+                    axpy(c + 1, -arc, inverse, c * SIZE, inverse, row);
                 }
             }
         }
