@@ -77,6 +77,16 @@ class ConvOpCommandTest {
         assertEquals(1, run.err.strip().lines().count(), run.err);
         assertTrue(run.err.contains("tensor 'weight' must have shape [D,W]"), run.err);
 
+        SafeTensors.Builder badState = SafeTensors.builder().metadata(full.metadata());
+        full.tensors().values().stream().filter(t -> !t.name().equals("initial_state")).forEach(badState::put);
+        badState.put(Tensor.of("initial_state", new float[5 * 24 * 4], 5, 4, 24));
+        Path transposed = dir.resolve("bad_state.safetensors");
+        badState.build().write(transposed);
+        Run state = run("op", "conv", "--in", transposed.toString(), "--out", dir.resolve("q.safetensors").toString());
+        assertEquals(Main.EXIT_BAD_INPUT, state.exitCode);
+        assertEquals("kdapack conv: tensor 'initial_state' must have shape [5, 24, 4], got [5, 4, 24]",
+                state.err.strip());
+
         Path garbage = dir.resolve("garbage.safetensors");
         Files.write(garbage, new byte[] {1, 2, 3});
         Run unreadable = run("op", "conv", "--in", garbage.toString(), "--out", dir.resolve("p.safetensors").toString());

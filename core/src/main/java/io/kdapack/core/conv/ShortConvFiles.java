@@ -4,6 +4,7 @@ import io.kdapack.core.io.DType;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.io.Tensor;
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.kda.Varlen;
 import java.util.Arrays;
 
 /**
@@ -37,16 +38,18 @@ public final class ShortConvFiles {
             throw new IllegalArgumentException("tensor 'cu_seqlens' must be an I32 or I64 vector [N+1], got "
                     + cu.dtype() + " " + Arrays.toString(cu.shape()));
         }
-        Segments segments = segmentsFromCuSeqlens(cu.toIntArray(), tokens);
-        float[] bias = file.has("bias") ? floatTensor(file, "bias").toFloatArray() : null;
-        float[] initial = file.has("initial_state") ? floatTensor(file, "initial_state").toFloatArray() : null;
+        Segments segments = Varlen.fromCuSeqlens(cu.toIntArray(), tokens);
+        float[] bias = file.has("bias") ? shaped(file, "bias", channels).toFloatArray() : null;
+        float[] initial = file.has("initial_state")
+                ? shaped(file, "initial_state", segments.count(), channels, width).toFloatArray() : null;
         return new ShortConvInputs(segments, channels, width, x.toFloatArray(), weight.toFloatArray(), bias, initial,
                 Activation.parse(file.meta("activation")));
     }
 
     /** The upstream gradient {@code dy [T,D]} of a case file. */
     public static float[] upstreamGradient(SafeTensors file) {
-        return floatTensor(file, "dy").toFloatArray();
+        Tensor x = file.get("x");
+        return shaped(file, "dy", x.shape()).toFloatArray();
     }
 
     /** Outputs and gradients under the golden names, stored as {@code dtype} (F32 or F64). */
@@ -72,30 +75,14 @@ public final class ShortConvFiles {
         return b.build();
     }
 
-    /**
-     * Sequences from {@code cu_seqlens [N+1]}: {@code 0 = c_0 ≤ c_1 ≤ … ≤ c_N = T}; equal neighbours are
-     * zero-length sequences.
-     */
-    public static Segments segmentsFromCuSeqlens(int[] cuSeqlens, int tokens) {
-        if (cuSeqlens.length < 1) {
-            throw new IllegalArgumentException("cu_seqlens must have at least one entry, got []");
+    /** The float tensor {@code name}, which must have exactly {@code shape}. */
+    private static Tensor shaped(SafeTensors file, String name, long... shape) {
+        Tensor t = floatTensor(file, name);
+        if (!Arrays.equals(t.shape(), shape)) {
+            throw new IllegalArgumentException("tensor '" + name + "' must have shape " + Arrays.toString(shape)
+                    + ", got " + Arrays.toString(t.shape()));
         }
-        if (cuSeqlens[0] != 0 || cuSeqlens[cuSeqlens.length - 1] != tokens) {
-            throw new IllegalArgumentException("cu_seqlens must start at 0 and end at T = " + tokens + ", got "
-                    + Arrays.toString(cuSeqlens));
-        }
-        int count = cuSeqlens.length - 1;
-        int[] starts = new int[count];
-        int[] ends = new int[count];
-        for (int i = 0; i < count; i++) {
-            if (cuSeqlens[i + 1] < cuSeqlens[i]) {
-                throw new IllegalArgumentException("cu_seqlens must be non-decreasing, got " + cuSeqlens[i] + " then "
-                        + cuSeqlens[i + 1] + " at index " + (i + 1));
-            }
-            starts[i] = cuSeqlens[i];
-            ends[i] = cuSeqlens[i + 1];
-        }
-        return new Segments(tokens, starts, ends);
+        return t;
     }
 
     private static Tensor floatTensor(SafeTensors file, String name) {
