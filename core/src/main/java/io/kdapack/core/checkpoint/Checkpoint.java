@@ -38,7 +38,7 @@ public record Checkpoint(TrainingState state, Map<String, Tensor> weights, AdamW
         for (NamedParameter p : parameters) {
             NamedParameter.checkedSize(p);
             long[] shape = Arrays.stream(p.shape()).asLongStream().toArray();
-            if (weights.put(p.name(), Tensor.of(p.name(), p.value().clone(), shape)) != null) {
+            if (weights.put(p.name(), Tensor.of(p.name(), p.values().clone(), shape)) != null) {
                 throw new IllegalArgumentException("parameter '" + p.name() + "' appears twice");
             }
         }
@@ -63,7 +63,7 @@ public record Checkpoint(TrainingState state, Map<String, Tensor> weights, AdamW
                         + ", model shape " + Arrays.toString(shape));
             }
             float[] values = w.toFloatArray();
-            System.arraycopy(values, 0, p.value(), 0, values.length);
+            System.arraycopy(values, 0, p.values(), 0, values.length);
         }
         for (String name : weights.keySet()) {
             if (!names.contains(name)) {

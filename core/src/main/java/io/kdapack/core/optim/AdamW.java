@@ -60,7 +60,7 @@ public final class AdamW {
     }
 
     /**
-     * One update of every parameter from its {@link NamedParameter#grad()} at learning rate {@code lr}.
+     * One update of every parameter from its {@link NamedParameter#grads()} at learning rate {@code lr}.
      * The gradients are read, not cleared.
      */
     public void step(List<? extends NamedParameter> parameters, double lr) {
@@ -87,8 +87,8 @@ public final class AdamW {
         double bias2Sqrt = Math.sqrt(1 - Math.pow(beta2, step));
         for (NamedParameter p : parameters) {
             double decay = WeightDecayRule.appliesTo(p.name()) ? 1 - lr * options.weightDecay() : 1;
-            float[] values = p.value();
-            float[] grads = p.grad();
+            float[] values = p.values();
+            float[] grads = p.grads();
             float[] m = expAvg.get(p.name());
             float[] v = expAvgSq.get(p.name());
             for (int i = 0; i < values.length; i++) {

@@ -20,7 +20,7 @@ public final class GradientClipping {
         double sumOfSquares = 0;
         for (NamedParameter p : parameters) {
             NamedParameter.checkedSize(p);
-            for (float g : p.grad()) {
+            for (float g : p.grads()) {
                 sumOfSquares += (double) g * g;
             }
         }
@@ -41,7 +41,7 @@ public final class GradientClipping {
         double coefficient = maxNorm / (norm + EPSILON);
         if (maxNorm > 0 && coefficient < 1.0) {
             for (NamedParameter p : parameters) {
-                float[] grads = p.grad();
+                float[] grads = p.grads();
                 for (int i = 0; i < grads.length; i++) {
                     grads[i] = (float) (grads[i] * coefficient);
                 }

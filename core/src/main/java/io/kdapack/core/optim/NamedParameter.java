@@ -4,8 +4,8 @@ package io.kdapack.core.optim;
  * A trainable tensor as the optimizer, gradient clipping and checkpoints see it: a name (Hugging Face style,
  * e.g. {@code model.layers.0.self_attn.A_log}), a row-major shape, the fp32 master values and the gradient
  * accumulated for them. Both arrays are owned by the model and updated in place; they have
- * {@code product(shape)} elements. The accessor names are those of {@code io.kdapack.core.nn.Parameter}
- * ({@code name, shape, value, grad}), so that record implements this interface by declaring it.
+ * {@code product(shape)} elements. A record {@code Parameter(String name, int[] shape, float[] values,
+ * float[] grads)} implements this interface as it stands.
  */
 public interface NamedParameter {
 
@@ -14,10 +14,10 @@ public interface NamedParameter {
     int[] shape();
 
     /** fp32 master weights, updated in place by the optimizer. */
-    float[] value();
+    float[] values();
 
-    /** Accumulated gradient, same length as {@link #value()}. */
-    float[] grad();
+    /** Accumulated gradient, same length as {@link #values()}. */
+    float[] grads();
 
     /** Checks the parameter's arrays against its shape; returns the element count. */
     static int checkedSize(NamedParameter p) {
@@ -29,9 +29,9 @@ public interface NamedParameter {
             }
             n *= d;
         }
-        if (p.value().length != n || p.grad().length != n) {
-            throw new IllegalArgumentException("parameter '" + p.name() + "': " + p.value().length + " values and "
-                    + p.grad().length + " grads for shape " + java.util.Arrays.toString(p.shape()) + " (" + n + " elements)");
+        if (p.values().length != n || p.grads().length != n) {
+            throw new IllegalArgumentException("parameter '" + p.name() + "': " + p.values().length + " values and "
+                    + p.grads().length + " grads for shape " + java.util.Arrays.toString(p.shape()) + " (" + n + " elements)");
         }
         return (int) n;
     }

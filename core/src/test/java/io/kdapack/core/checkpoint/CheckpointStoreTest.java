@@ -21,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 class CheckpointStoreTest {
     private static final AdamWOptions ADAM = new AdamWOptions(0.9, 0.95, 1e-8, 0.1);
 
-    record Param(String name, int[] shape, float[] value, float[] grad) implements NamedParameter {
+    record Param(String name, int[] shape, float[] values, float[] grads) implements NamedParameter {
     }
 
     /** A two-parameter model after {@code steps} AdamW updates. */
@@ -61,16 +61,16 @@ class CheckpointStoreTest {
         back.restoreInto(fresh);
         AdamW resumed = AdamW.restore(ADAM, back.optimizer());
         for (int i = 0; i < 2; i++) {
-            assertArrayEquals(params.get(i).value(), fresh.get(i).value(), "weights are bit-identical");
+            assertArrayEquals(params.get(i).values(), fresh.get(i).values(), "weights are bit-identical");
         }
         // Continuing from the checkpoint with the same gradients equals continuing the original run, bit for bit.
         for (int i = 0; i < 2; i++) {
-            System.arraycopy(params.get(i).grad(), 0, fresh.get(i).grad(), 0, params.get(i).grad().length);
+            System.arraycopy(params.get(i).grads(), 0, fresh.get(i).grads(), 0, params.get(i).grads().length);
         }
         adam.step(params, 5e-3);
         resumed.step(fresh, 5e-3);
         for (int i = 0; i < 2; i++) {
-            assertArrayEquals(params.get(i).value(), fresh.get(i).value());
+            assertArrayEquals(params.get(i).values(), fresh.get(i).values());
         }
     }
 

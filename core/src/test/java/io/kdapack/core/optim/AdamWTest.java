@@ -18,16 +18,16 @@ class AdamWTest {
 
         adam.step(List.of(w, gain), 0.1);
         // Step 1: m̂ = g, v̂ = g², so p ← p·(1 − 0.1·0.01) − 0.1·0.5/(0.5 + 1e-8) = 0.999 − 0.099999998 = 0.899000002.
-        assertEquals(0.899000002f, w.value()[0]);
+        assertEquals(0.899000002f, w.values()[0]);
         // The norm gain has no weight decay: 1 − 0.099999998.
-        assertEquals(0.900000002f, gain.value()[0]);
+        assertEquals(0.900000002f, gain.values()[0]);
 
-        w.grad()[0] = -0.25f;
+        w.grads()[0] = -0.25f;
         adam.step(List.of(w), 0.1);
         // Step 2: m = 0.9·0.05 − 0.1·0.25 = 0.02, v = 0.999·2.5e-4 + 0.001·0.0625 = 3.1225e-4,
         // p ← 0.899000002·0.999 − (0.1/0.19)·0.02 / (√3.1225e-4/√0.001999 + 1e-8) = 0.871467299.
         // Tolerance 1e-7: the moments are stored in fp32 between steps.
-        assertEquals(0.871467299, w.value()[0], 1e-7);
+        assertEquals(0.871467299, w.values()[0], 1e-7);
         assertEquals(2, adam.steps());
         // The moments are fp32: within a couple of ulps of the exact values.
         assertArrayEquals(new float[] {0.02f}, adam.state().expAvg().get(w.name()), 4e-9f);
@@ -46,7 +46,7 @@ class AdamWTest {
 
         uninterrupted.step(List.of(a), 0.02);
         resumed.step(List.of(b), 0.02);
-        assertArrayEquals(a.value(), b.value());
+        assertArrayEquals(a.values(), b.values());
         assertEquals(uninterrupted.steps(), resumed.steps());
     }
 

@@ -19,8 +19,8 @@ class GradientClippingTest {
         List<TestParameter> ps = params();
         assertEquals(13.0, GradientClipping.clipByGlobalNorm(ps, 6.5));
         double c = 6.5 / (13 + 1e-6);
-        assertArrayEquals(new float[] {(float) (3 * c), (float) (4 * c)}, ps.get(0).grad());
-        assertArrayEquals(new float[] {(float) (12 * c)}, ps.get(1).grad());
+        assertArrayEquals(new float[] {(float) (3 * c), (float) (4 * c)}, ps.get(0).grads());
+        assertArrayEquals(new float[] {(float) (12 * c)}, ps.get(1).grads());
         assertEquals(6.5, GradientClipping.globalNorm(ps), 1e-6);
     }
 
@@ -29,14 +29,14 @@ class GradientClippingTest {
         List<TestParameter> ps = params();
         assertEquals(13.0, GradientClipping.clipByGlobalNorm(ps, 20));
         assertEquals(13.0, GradientClipping.clipByGlobalNorm(ps, 0));
-        assertArrayEquals(new float[] {3f, 4f}, ps.get(0).grad());
+        assertArrayEquals(new float[] {3f, 4f}, ps.get(0).grads());
     }
 
     @Test
     void nonFiniteNormIsReportedNotSpread() {
         List<TestParameter> ps = List.of(TestParameter.of("a", new float[2], new float[] {Float.NaN, 1f}));
         assertEquals(Double.NaN, GradientClipping.clipByGlobalNorm(ps, 1.0));
-        assertEquals(1f, ps.get(0).grad()[1]);
+        assertEquals(1f, ps.get(0).grads()[1]);
         assertThrows(IllegalArgumentException.class, () -> GradientClipping.clipByGlobalNorm(params(), -1));
     }
 }
