@@ -101,7 +101,7 @@ class EvalCommandTest {
                                   double scale) throws Exception {
         SafeTensors.Builder b = SafeTensors.builder();
         for (Parameter p : model.parameters()) {
-            float[] v = p.value().clone();
+            float[] v = p.values().clone();
             if (p.name().equals(name)) {
                 for (int i = 0; i < v.length; i++) {
                     v[i] += (float) (scale * direction[i]);

@@ -6,7 +6,7 @@ import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.kda.KdaBackend;
 import io.kdapack.core.nn.Embedding;
 import io.kdapack.core.nn.MlaAttention;
-import io.kdapack.core.nn.MlaConfig;
+import io.kdapack.core.nn.MlaShape;
 import io.kdapack.core.nn.Parameter;
 import io.kdapack.core.nn.RmsNorm;
 import java.util.ArrayList;
@@ -30,9 +30,6 @@ import java.util.List;
  * (or the common pool) and the KDA backend's own threads; every result is bitwise the same whatever their size.
  */
 public final class HybridModel implements LanguageModel {
-    /** eps of MLA's latent norms ({@code q_a_layernorm, kv_a_layernorm}): Hugging Face DeepSeek-V2's RMSNorm default. */
-    public static final float LATENT_NORM_EPS = 1e-6f;
-
     private final ModelConfig config;
     private final boolean isolation;
     private final Embedding embedTokens;
@@ -54,13 +51,14 @@ public final class HybridModel implements LanguageModel {
         this.isolation = isolation;
         int d = config.hiddenSize();
         float eps = (float) config.rmsNormEps();
+        MlaShape mlaShape = MlaShape.of(config);
         embedTokens = new Embedding("model.embed_tokens", config.vocabSize(), d);
         List<DecoderLayer> built = new ArrayList<>();
         for (int i = 0; i < config.numLayers(); i++) {
             String name = "model.layers." + i;
             String attention = name + ".self_attn";
             built.add(config.isFullAttention(i)
-                    ? DecoderLayer.withMla(name, d, config.intermediateSize(), eps, new MlaAttention(attention, mla()))
+                    ? DecoderLayer.withMla(name, d, config.intermediateSize(), eps, new MlaAttention(attention, mlaShape))
                     : DecoderLayer.withKda(name, d, config.intermediateSize(), eps,
                             new KimiDeltaAttention(attention, d, config.kda(), backend)));
         }
@@ -72,7 +70,7 @@ public final class HybridModel implements LanguageModel {
         if (config.mtp().depth() == 1) {
             String name = "model.mtp.0";
             DecoderLayer layer = DecoderLayer.withMla(name + ".layer", d, config.intermediateSize(), eps,
-                    new MlaAttention(name + ".layer.self_attn", mla()));
+                    new MlaAttention(name + ".layer.self_attn", mlaShape));
             mtp = new MultiTokenPrediction(name, d, eps, layer);
         } else {
             mtp = null;
@@ -104,13 +102,6 @@ public final class HybridModel implements LanguageModel {
         if (depth != 0 && depth != 1) {
             throw new IllegalArgumentException("model.mtp.depth must be 0 or 1, got " + depth);
         }
-    }
-
-    /** The typed MLA shape of the full-attention layers. */
-    private MlaConfig mla() {
-        io.kdapack.config.MlaConfig m = config.mla();
-        return new MlaConfig(config.hiddenSize(), m.numHeads(), m.qLoraRank(), m.kvLoraRank(), m.qkNopeHeadDim(),
-                m.qkRopeHeadDim(), m.vHeadDim(), m.ropeTheta(), LATENT_NORM_EPS);
     }
 
     public ModelConfig config() {

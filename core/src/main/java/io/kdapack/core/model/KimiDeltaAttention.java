@@ -147,7 +147,7 @@ public final class KimiDeltaAttention implements Layer {
         Linear.Saved f1 = fProj1.forward(f0.output(), tokens);
         Linear.Saved beta = bProj.forward(x, tokens);
         KdaInputs inputs = new KdaInputs(segments, heads, valueHeads, headDim, headDim, qc.output(), kc.output(),
-                vc.output(), f1.output(), beta.output(), aLog.value(), dtBias.value(), null);
+                vc.output(), f1.output(), beta.output(), aLog.values(), dtBias.values(), null);
         float[] o = backend.forward(inputs, options).o();
         Linear.Saved g0 = gProj0.forward(x, tokens);
         Linear.Saved g1 = gProj1.forward(g0.output(), tokens);
@@ -161,8 +161,8 @@ public final class KimiDeltaAttention implements Layer {
         GatedRmsNorm.Gradients normGrads = oNorm.backward(saved.norm(), oProj.backward(saved.out(), dy));
         float[] dx = gProj0.backward(saved.g0(), gProj1.backward(saved.g1(), normGrads.dgate()));
         KdaBackend.KdaGradients op = backend.backward(saved.kda(), options, normGrads.dx(), null);
-        Tensors.addInto(aLog.grad(), op.dALog());
-        Tensors.addInto(dtBias.grad(), op.dDtBias());
+        Tensors.addInto(aLog.grads(), op.dALog());
+        Tensors.addInto(dtBias.grads(), op.dDtBias());
         Tensors.addInto(dx, qProj.backward(saved.q(), qConv.backward(saved.qConv(), op.dq())));
         Tensors.addInto(dx, kProj.backward(saved.k(), kConv.backward(saved.kConv(), op.dk())));
         Tensors.addInto(dx, vProj.backward(saved.v(), vConv.backward(saved.vConv(), op.dv())));

@@ -31,7 +31,7 @@ final class LmHead {
     /** {@code [T,V]} logits of {@code h [T,d]}. */
     float[] forward(float[] h, int tokens) {
         float[] logits = new float[tokens * vocab];
-        Parallel.gemm(false, true, tokens, vocab, hidden, 1f, h, 0, hidden, weight.value(), 0, hidden, 0f, logits, 0,
+        Parallel.gemm(false, true, tokens, vocab, hidden, 1f, h, 0, hidden, weight.values(), 0, hidden, 0f, logits, 0,
                 vocab);
         return logits;
     }
@@ -39,9 +39,9 @@ final class LmHead {
     /** Returns {@code dh [T,d]}; adds {@code dLogitsᵀ · h} to the weight gradient. */
     float[] backward(float[] h, float[] dLogits, int tokens) {
         float[] dh = new float[tokens * hidden];
-        Parallel.gemm(false, false, tokens, hidden, vocab, 1f, dLogits, 0, vocab, weight.value(), 0, hidden, 0f, dh, 0,
+        Parallel.gemm(false, false, tokens, hidden, vocab, 1f, dLogits, 0, vocab, weight.values(), 0, hidden, 0f, dh, 0,
                 hidden);
-        Parallel.gemm(true, false, vocab, hidden, tokens, 1f, dLogits, 0, vocab, h, 0, hidden, 1f, weight.grad(), 0,
+        Parallel.gemm(true, false, vocab, hidden, tokens, 1f, dLogits, 0, vocab, h, 0, hidden, 1f, weight.grads(), 0,
                 hidden);
         return dh;
     }

@@ -32,7 +32,7 @@ public final class ModelInit {
     public static void initialize(List<Parameter> parameters, long seed) {
         Random random = new Random(seed);
         for (Parameter p : parameters) {
-            float[] v = p.value();
+            float[] v = p.values();
             String name = p.name();
             if (name.endsWith("norm.weight")) {
                 java.util.Arrays.fill(v, 1f);

@@ -20,7 +20,7 @@ public final class ModelWeights {
     public static SafeTensors toSafeTensors(List<Parameter> parameters) {
         SafeTensors.Builder builder = SafeTensors.builder().meta("format", "pt");
         for (Parameter p : parameters) {
-            builder.put(Tensor.of(p.name(), p.value(), toLong(p.shape())));
+            builder.put(Tensor.of(p.name(), p.values(), toLong(p.shape())));
         }
         return builder.build();
     }
@@ -29,7 +29,7 @@ public final class ModelWeights {
     public static SafeTensors.Builder putGradients(SafeTensors.Builder builder, List<Parameter> parameters,
                                                    String prefix) {
         for (Parameter p : parameters) {
-            builder.put(Tensor.of(prefix + p.name(), p.grad(), toLong(p.shape())));
+            builder.put(Tensor.of(prefix + p.name(), p.grads(), toLong(p.shape())));
         }
         return builder;
     }
@@ -64,7 +64,7 @@ public final class ModelWeights {
         }
         for (Parameter p : parameters) {
             float[] values = file.get(p.name()).toFloatArray();
-            System.arraycopy(values, 0, p.value(), 0, values.length);
+            System.arraycopy(values, 0, p.values(), 0, values.length);
         }
     }
 

@@ -36,7 +36,7 @@ class HybridModelGradientTest {
             };
             long seed = 0;
             for (Parameter p : model.parameters()) {
-                double error = DirectionalCheck.error(p.name(), p.grad(), p.value(), loss, STEP, seed++);
+                double error = DirectionalCheck.error(p.name(), p.grads(), p.values(), loss, STEP, seed++);
                 assertTrue(error < TOLERANCE, p.name() + " (tied " + config.tieWordEmbeddings() + "): error " + error
                         + " relative to the gradient norm");
             }

@@ -84,7 +84,7 @@ class HybridModelPackingTest {
         assertEquals(0, empty.lossCount());
         assertEquals(0.0, empty.lossSum());
         for (Parameter p : model.parameters()) {
-            for (float g : p.grad()) {
+            for (float g : p.grads()) {
                 assertEquals(0f, g, p.name());
             }
         }

@@ -70,12 +70,12 @@ class HybridModelTest {
         a.initialize(42);
         b.initialize(42);
         for (int i = 0; i < a.parameters().size(); i++) {
-            assertArrayEquals(a.parameters().get(i).value(), b.parameters().get(i).value());
+            assertArrayEquals(a.parameters().get(i).values(), b.parameters().get(i).values());
         }
         b.initialize(43);
-        assertNotEquals(a.parameters().get(0).value()[0], b.parameters().get(0).value()[0]);
+        assertNotEquals(a.parameters().get(0).values()[0], b.parameters().get(0).values()[0]);
         for (Parameter p : a.parameters()) {
-            float[] v = p.value();
+            float[] v = p.values();
             String name = p.name();
             for (float x : v) {
                 if (name.endsWith("norm.weight")) {
@@ -140,7 +140,7 @@ class HybridModelTest {
         assertNull(out.mtpPerTokenLoss());
         assertTrue(out.lossSum() > 0 && out.lossCount() == 8, out.toString());
         model.parameters().forEach(p -> {
-            for (float g : p.grad()) {
+            for (float g : p.grads()) {
                 assertEquals(0f, g, p.name());
             }
         });
@@ -177,11 +177,11 @@ class HybridModelTest {
             }
             misShaped.put(t.name().equals("model.layers.0.self_attn.A_log") ? Tensor.of(t.name(), new float[3], 3) : t);
         }
-        float before = copy.parameters().get(0).value()[0];
+        float before = copy.parameters().get(0).values()[0];
         assertMismatch(copy, missing.build(), "1 missing [model.norm.weight]");
         assertMismatch(copy, extra.build(), "1 unexpected [model.layers.9.bogus]");
         assertMismatch(copy, misShaped.build(), "model.layers.0.self_attn.A_log [3] (expected [2])");
-        assertEquals(before, copy.parameters().get(0).value()[0], "a failed load changes nothing");
+        assertEquals(before, copy.parameters().get(0).values()[0], "a failed load changes nothing");
     }
 
     private static void assertMismatch(HybridModel model, SafeTensors file, String expected) {

@@ -80,7 +80,7 @@ class KimiDeltaAttentionTest {
             String label = " (lower_bound " + lowerBound + ")";
             assertSmall("dx" + label, DirectionalCheck.error("dx", dx, x, loss, STEP, 7));
             for (Parameter p : kda.parameters()) {
-                assertSmall(p.name() + label, DirectionalCheck.error(p.name(), p.grad(), p.value(), loss, STEP, 8));
+                assertSmall(p.name() + label, DirectionalCheck.error(p.name(), p.grads(), p.values(), loss, STEP, 8));
             }
         }
     }

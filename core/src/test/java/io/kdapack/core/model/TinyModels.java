@@ -53,7 +53,7 @@ final class TinyModels {
             }
             if (name.endsWith("norm.weight")) {
                 for (int i = 0; i < p.size(); i++) {
-                    p.value()[i] = 1f + (float) (0.1 * random.nextGaussian());
+                    p.values()[i] = 1f + (float) (0.1 * random.nextGaussian());
                 }
             } else {
                 p.initNormal(random, name.contains("embed_tokens") || name.endsWith("dt_bias") ? 1.0 : 0.35);
@@ -69,7 +69,7 @@ final class TinyModels {
     static List<float[]> grads(HybridModel model) {
         List<float[]> out = new ArrayList<>();
         for (Parameter p : model.parameters()) {
-            out.add(p.grad().clone());
+            out.add(p.grads().clone());
         }
         return out;
     }
