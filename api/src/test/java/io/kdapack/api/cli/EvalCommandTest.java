@@ -21,7 +21,8 @@ import picocli.CommandLine;
 
 class EvalCommandTest {
     private static final double STEP = 1e-3;
-    private static final String CONFIG = """
+    /** The tiny model of the core tests: d = 16, KDA + MLA layers, MTP on. */
+    static final String CONFIG = """
             model:
               vocab_size: 20
               hidden_size: 16
