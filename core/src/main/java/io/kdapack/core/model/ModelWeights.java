@@ -1,10 +1,12 @@
 package io.kdapack.core.model;
 
+import io.kdapack.core.io.DType;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.io.Tensor;
 import io.kdapack.core.nn.Parameter;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -12,6 +14,7 @@ import java.util.Set;
 /** A model's parameters to and from safetensors, one F32 tensor per parameter under its Hugging Face name. */
 public final class ModelWeights {
     private static final int LISTED = 8;
+    private static final Set<DType> FLOAT_TYPES = EnumSet.of(DType.F32, DType.F64, DType.F16, DType.BF16);
 
     private ModelWeights() {
     }
@@ -36,8 +39,8 @@ public final class ModelWeights {
 
     /**
      * Copies the tensors of {@code file} into the parameters (any float dtype, converted to fp32). The names must
-     * match one to one and every shape exactly; otherwise nothing is changed and the exception lists the missing,
-     * unexpected and mis-shaped names.
+     * match one to one, every shape exactly, every dtype be a float one; otherwise nothing is changed and the
+     * exception lists the missing, unexpected and mis-shaped names.
      */
     public static void load(List<Parameter> parameters, SafeTensors file) {
         Set<String> extra = new LinkedHashSet<>(file.tensors().keySet());
@@ -53,13 +56,15 @@ public final class ModelWeights {
             if (!Arrays.equals(t.shape(), toLong(p.shape()))) {
                 misShaped.add(p.name() + " " + Arrays.toString(t.shape()) + " (expected " + Arrays.toString(p.shape())
                         + ")");
+            } else if (!FLOAT_TYPES.contains(t.dtype())) {
+                misShaped.add(p.name() + " of dtype " + t.dtype() + " (expected a float dtype)");
             }
         }
         if (!missing.isEmpty() || !extra.isEmpty() || !misShaped.isEmpty()) {
             StringBuilder message = new StringBuilder("weights do not match the model:");
             describe(message, "missing", missing);
             describe(message, "unexpected", new ArrayList<>(extra));
-            describe(message, "wrong shape", misShaped);
+            describe(message, "wrong shape or dtype", misShaped);
             throw new IllegalArgumentException(message.toString());
         }
         for (Parameter p : parameters) {

@@ -175,12 +175,14 @@ class HybridModelTest {
             if (!t.name().equals("model.norm.weight")) {
                 missing.put(t);
             }
-            misShaped.put(t.name().equals("model.layers.0.self_attn.A_log") ? Tensor.of(t.name(), new float[3], 3) : t);
+            misShaped.put(t.name().equals("model.layers.0.self_attn.A_log") ? Tensor.of(t.name(), new float[3], 3)
+                    : t.name().equals("model.norm.weight") ? Tensor.of(t.name(), new long[16], 16) : t);
         }
         float before = copy.parameters().get(0).values()[0];
         assertMismatch(copy, missing.build(), "1 missing [model.norm.weight]");
         assertMismatch(copy, extra.build(), "1 unexpected [model.layers.9.bogus]");
-        assertMismatch(copy, misShaped.build(), "model.layers.0.self_attn.A_log [3] (expected [2])");
+        assertMismatch(copy, misShaped.build(), "2 wrong shape or dtype [model.layers.0.self_attn.A_log [3] (expected [2]), "
+                + "model.norm.weight of dtype I64 (expected a float dtype)]");
         assertEquals(before, copy.parameters().get(0).values()[0], "a failed load changes nothing");
     }
 
