@@ -1,0 +1,265 @@
+package io.kdapack.gpu;
+
+import io.kdapack.core.io.SafeTensors;
+import io.kdapack.core.kda.KdaBackend.KdaGradients;
+import io.kdapack.core.kda.KdaBackend.KdaResult;
+import io.kdapack.core.kda.KdaInputs;
+import io.kdapack.core.kda.KdaOptions;
+import io.kdapack.core.kda.Segments;
+import io.kdapack.gpu.DeviceMemoryPool.DeviceBuffer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.stream.Stream;
+
+/**
+ * The GPU check run by gpu/device-check.sh on a lent GPU: every golden case of {@code <golden>/kda} and
+ * {@code <golden>/conv} on the CUDA backend against its float64 expected values (fp32: relative error ≤ 1e-5
+ * for outputs and final states, ≤ 1e-4 for gradients), then forward and forward+backward timings at T=8192,
+ * H=HV=16, K=V=128, bf16, for one document and for 64 packed documents, with the table printed last.
+ *
+ * <p>Usage: {@code DeviceCheck <golden dir> [--no-bench]}. Exit status: 0 all checks passed, 1 a check failed,
+ * 3 no CUDA driver or device (nothing was run).
+ */
+public final class DeviceCheck {
+
+    static final double OUTPUT_TOLERANCE = 1e-5;
+    static final double GRADIENT_TOLERANCE = 1e-4;
+
+    private final CudaDevice device;
+    private int failures;
+    private int checks;
+
+    private DeviceCheck(CudaDevice device) {
+        this.device = device;
+    }
+
+    public static void main(String[] args) throws IOException {
+        if (args.length < 1) {
+            System.err.println("usage: DeviceCheck <golden dir with kda/ and conv/> [--no-bench]");
+            System.exit(2);
+        }
+        String reason = CudaDevice.unavailableReason();
+        if (reason != null) {
+            System.out.println("DeviceCheck: " + reason + "; nothing run");
+            System.exit(3);
+        }
+        try (CudaDevice device = CudaDevice.open(0)) {
+            System.out.printf(Locale.ROOT, "device: %s, compute %d.%d, %d SMs, driver %d, PTX %s%n", device.name(),
+                    device.computeMajor(), device.computeMinor(), device.multiprocessors(), device.driverVersion(),
+                    PtxResources.targetFor(device.computeMajor(), device.computeMinor()));
+            DeviceCheck check = new DeviceCheck(device);
+            device.setSyncAfterLaunch(true);
+            check.golden(Path.of(args[0]));
+            device.setSyncAfterLaunch(false);
+            System.out.printf(Locale.ROOT, "golden: %d checks, %d failed%n", check.checks, check.failures);
+            if (!(args.length > 1 && args[1].equals("--no-bench"))) {
+                check.bench();
+            }
+            System.exit(check.failures == 0 ? 0 : 1);
+        }
+    }
+
+    private void golden(Path dir) throws IOException {
+        CudaKdaBackend kda = new CudaKdaBackend(device);
+        for (Path file : list(dir.resolve("kda"))) {
+            SafeTensors f = SafeTensors.read(file);
+            GoldenKda g = GoldenKda.from(f);
+            String name = file.getFileName().toString();
+            KdaResult r = kda.forward(g.inputs(), g.options());
+            compare(name, "o", r.o(), f, OUTPUT_TOLERANCE);
+            compare(name, "ht", r.ht(), f, OUTPUT_TOLERANCE);
+            KdaGradients d = kda.backward(g.inputs(), g.options(), f.get("do").toFloatArray(),
+                    f.get("dht").toFloatArray());
+            compare(name, "dq", d.dq(), f, GRADIENT_TOLERANCE);
+            compare(name, "dk", d.dk(), f, GRADIENT_TOLERANCE);
+            compare(name, "dv", d.dv(), f, GRADIENT_TOLERANCE);
+            compare(name, "dg", d.dg(), f, GRADIENT_TOLERANCE);
+            compare(name, "dbeta", d.dBeta(), f, GRADIENT_TOLERANCE);
+            if (f.has("dh0")) {
+                compare(name, "dh0", d.dH0(), f, GRADIENT_TOLERANCE);
+            }
+            if (f.has("dA_log")) {
+                compare(name, "dA_log", d.dALog(), f, GRADIENT_TOLERANCE);
+            }
+            if (f.has("ddt_bias")) {
+                compare(name, "ddt_bias", d.dDtBias(), f, GRADIENT_TOLERANCE);
+            }
+        }
+        CudaConvBackend conv = new CudaConvBackend(device);
+        for (Path file : list(dir.resolve("conv"))) {
+            SafeTensors f = SafeTensors.read(file);
+            String name = file.getFileName().toString();
+            ShortConvInputs in = GoldenKda.conv(f);
+            ShortConvBackend.Result r = conv.forward(in);
+            compare(name, "y", r.y(), f, OUTPUT_TOLERANCE);
+            compare(name, "final_state", r.finalState(), f, OUTPUT_TOLERANCE);
+            ShortConvBackend.Gradients d = conv.backward(in, f.get("dy").toFloatArray());
+            compare(name, "dx", d.dx(), f, GRADIENT_TOLERANCE);
+            compare(name, "dweight", d.dWeight(), f, GRADIENT_TOLERANCE);
+            if (f.has("dbias")) {
+                compare(name, "dbias", d.dBias(), f, GRADIENT_TOLERANCE);
+            }
+            if (f.has("dinitial_state")) {
+                compare(name, "dinitial_state", d.dInitialState(), f, GRADIENT_TOLERANCE);
+            }
+        }
+    }
+
+    private static List<Path> list(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("golden folder " + dir + " does not exist");
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList();
+        }
+    }
+
+    private void compare(String file, String tensor, float[] out, SafeTensors f, double tolerance) {
+        double[] ref = f.get(tensor).toDoubleArray();
+        double err = out == null || out.length != ref.length ? Double.POSITIVE_INFINITY : relativeError(out, ref);
+        boolean ok = err <= tolerance;
+        checks++;
+        if (!ok) {
+            failures++;
+        }
+        System.out.printf(Locale.ROOT, "  %-44s %-15s rel.err %.3e (tol %.0e) %s%n", file, tensor, err, tolerance,
+                ok ? "ok" : "FAIL");
+    }
+
+    /** ‖out − ref‖ / ‖ref‖ (‖out‖ when ref is all zero); NaN anywhere gives infinity. */
+    static double relativeError(float[] out, double[] ref) {
+        double num = 0;
+        double den = 0;
+        for (int i = 0; i < ref.length; i++) {
+            double d = out[i] - ref[i];
+            num += d * d;
+            den += ref[i] * ref[i];
+        }
+        if (Double.isNaN(num)) {
+            return Double.POSITIVE_INFINITY;
+        }
+        return den == 0 ? Math.sqrt(num) : Math.sqrt(num / den);
+    }
+
+    // ------------------------------------------------------------------------------------------ benchmark
+
+    static final int BENCH_T = 8192;
+    static final int BENCH_H = 16;
+    static final int BENCH_K = 128;
+    static final int BENCH_V = 128;
+
+    /** Boundaries of {@code docs} documents of random lengths (≥ 1, mostly not chunk multiples) over T tokens. */
+    static int[] packedCuSeqlens(int tokens, int docs, long seed) {
+        if (docs < 1 || docs > tokens) {
+            throw new IllegalArgumentException("docs must be in [1, " + tokens + "], got " + docs);
+        }
+        Random rnd = new Random(seed);
+        double[] w = new double[docs];
+        double sum = 0;
+        for (int i = 0; i < docs; i++) {
+            w[i] = 0.2 + rnd.nextDouble();
+            sum += w[i];
+        }
+        int[] cu = new int[docs + 1];
+        for (int i = 1; i < docs; i++) {
+            int ideal = (int) Math.round(tokens * (sumTo(w, i) / sum));
+            cu[i] = Math.max(cu[i - 1] + 1, Math.min(ideal, tokens - (docs - i)));
+        }
+        cu[docs] = tokens;
+        return cu;
+    }
+
+    private static double sumTo(double[] w, int n) {
+        double s = 0;
+        for (int i = 0; i < n; i++) {
+            s += w[i];
+        }
+        return s;
+    }
+
+    private void bench() {
+        int t = BENCH_T;
+        int h = BENCH_H;
+        Random rnd = new Random(42);
+        float[] q = gaussian(rnd, t * h * BENCH_K);
+        float[] k = gaussian(rnd, t * h * BENCH_K);
+        float[] v = gaussian(rnd, t * h * BENCH_V);
+        float[] g = gaussian(rnd, t * h * BENCH_K);
+        float[] beta = gaussian(rnd, t * h);
+        float[] aLog = new float[h];
+        for (int i = 0; i < h; i++) {
+            aLog[i] = (float) Math.log(1 + 15 * rnd.nextDouble());
+        }
+        float[] dtBias = gaussian(rnd, h * BENCH_K);
+        float[] dO = gaussian(rnd, t * h * BENCH_V);
+        KdaOptions options = KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f);
+        List<String> rows = new ArrayList<>();
+        double[] single = benchCase("1 document", new int[] {0, t}, q, k, v, g, beta, aLog, dtBias, dO, options, rows);
+        double[] packed = benchCase("64 packed documents", packedCuSeqlens(t, 64, 7), q, k, v, g, beta, aLog, dtBias,
+                dO, options, rows);
+        System.out.println();
+        System.out.printf(Locale.ROOT, "KDA on %s, bf16 inputs (fp32 accumulation), T=%d H=HV=%d K=V=%d, "
+                + "l2norm + softplus gate + beta sigmoid, mean of 20 after 3 warm-ups%n", device.name(), t, h, BENCH_K);
+        System.out.println("| case                | chunks | fwd ms  | fwd+bwd ms |");
+        System.out.println("|---------------------|--------|---------|------------|");
+        rows.forEach(System.out::println);
+        System.out.printf(Locale.ROOT, "packed/unpacked: fwd %.3f, fwd+bwd %.3f%n", packed[0] / single[0],
+                packed[1] / single[1]);
+    }
+
+    private double[] benchCase(String label, int[] cu, float[] q, float[] k, float[] v, float[] g, float[] beta,
+                               float[] aLog, float[] dtBias, float[] dO, KdaOptions options, List<String> rows) {
+        Segments seg = new Segments(BENCH_T, java.util.Arrays.copyOf(cu, cu.length - 1),
+                java.util.Arrays.copyOfRange(cu, 1, cu.length));
+        ChunkTable table = ChunkTable.of(seg);
+        KdaLaunchPlan plan = KdaLaunchPlan.of(table, BENCH_T, BENCH_H, BENCH_H, BENCH_K, BENCH_V);
+        List<DeviceBuffer> bufs = new ArrayList<>();
+        KdaDeviceOp.Inputs in = new KdaDeviceOp.Inputs(bf16(q, bufs), bf16(k, bufs), bf16(v, bufs), bf16(g, bufs),
+                bf16(beta, bufs), keep(device.upload(aLog), bufs), keep(device.upload(dtBias), bufs), null);
+        DeviceBuffer dOBuf = bf16(dO, bufs);
+        try (KdaDeviceOp op = new KdaDeviceOp(device, table, plan, options, KdaDeviceOp.DType.BF16, in)) {
+            op.forward();
+            float[] o = Bf16.toFloats(device.downloadShorts(op.o, (int) plan.tokenValueElements()));
+            for (float x : o) {
+                if (!Float.isFinite(x)) {
+                    throw new IllegalStateException(label + ": non-finite forward output");
+                }
+            }
+            for (int i = 0; i < 3; i++) {
+                op.forward();
+                op.backward(dOBuf, null);
+            }
+            double fwd = device.timeMillis(op::forward, 20);
+            double both = device.timeMillis(() -> {
+                op.forward();
+                op.backward(dOBuf, null);
+            }, 20);
+            rows.add(String.format(Locale.ROOT, "| %-19s | %6d | %7.3f | %10.3f |", label, table.count(), fwd, both));
+            return new double[] {fwd, both};
+        } finally {
+            bufs.forEach(device::free);
+        }
+    }
+
+    private DeviceBuffer bf16(float[] values, List<DeviceBuffer> bufs) {
+        return keep(device.upload(Bf16.fromFloats(values)), bufs);
+    }
+
+    private static DeviceBuffer keep(DeviceBuffer b, List<DeviceBuffer> bufs) {
+        bufs.add(b);
+        return b;
+    }
+
+    private static float[] gaussian(Random rnd, int n) {
+        float[] out = new float[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = (float) rnd.nextGaussian();
+        }
+        return out;
+    }
+}
