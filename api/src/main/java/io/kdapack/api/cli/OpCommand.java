@@ -5,6 +5,6 @@ import picocli.CommandLine.Command;
 /** {@code kdapack op …}: run one op on the tensors of a golden-format file. */
 @Command(name = "op", mixinStandardHelpOptions = true,
         description = "Run an op on a golden-format safetensors file and write outputs and gradients.",
-        subcommands = {})
+        subcommands = {ConvOpCommand.class, LossOpCommand.class})
 final class OpCommand {
 }

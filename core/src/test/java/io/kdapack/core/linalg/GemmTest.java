@@ -1,0 +1,104 @@
+package io.kdapack.core.linalg;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Random;
+import java.util.concurrent.ForkJoinPool;
+import org.junit.jupiter.api.Test;
+
+class GemmTest {
+
+    /** fp32 products of length k accumulate ~sqrt(k)·2^-24 relative error; 1e-5 leaves ample room up to k = 600. */
+    private static final double TOLERANCE = 1e-5;
+
+    @Test
+    void matchesDoubleReferenceAtAwkwardSizesForEveryTransposeAndScaling() {
+        Random random = new Random(7);
+        int[][] shapes = {{1, 1, 1}, {5, 7, 3}, {6, 16, 256}, {7, 17, 257}, {13, 33, 600}, {97, 45, 31}, {130, 3, 520}};
+        for (int[] s : shapes) {
+            for (int variant = 0; variant < 4; variant++) {
+                boolean ta = (variant & 1) != 0;
+                boolean tb = (variant & 2) != 0;
+                int m = s[0], n = s[1], k = s[2];
+                int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+                int offA = 2, offB = 5, offC = 1;
+                float[] a = random(random, offA + (ta ? k : m) * lda);
+                float[] b = random(random, offB + (tb ? n : k) * ldb);
+                float[] c = random(random, offC + m * ldc);
+                float alpha = 0.75f, beta = -0.5f;
+                double[] expected = new double[m * n];
+                for (int i = 0; i < m; i++) {
+                    for (int j = 0; j < n; j++) {
+                        double sum = 0;
+                        for (int p = 0; p < k; p++) {
+                            double x = ta ? a[offA + p * lda + i] : a[offA + i * lda + p];
+                            double y = tb ? b[offB + j * ldb + p] : b[offB + p * ldb + j];
+                            sum += x * y;
+                        }
+                        expected[i * n + j] = alpha * sum + beta * c[offC + i * ldc + j];
+                    }
+                }
+                Gemm.sgemm(ta, tb, m, n, k, alpha, a, offA, lda, b, offB, ldb, beta, c, offC, ldc);
+                double diff = 0, norm = 0;
+                for (int i = 0; i < m; i++) {
+                    for (int j = 0; j < n; j++) {
+                        double d = c[offC + i * ldc + j] - expected[i * n + j];
+                        diff += d * d;
+                        norm += expected[i * n + j] * expected[i * n + j];
+                    }
+                }
+                double rel = Math.sqrt(diff / norm);
+                assertTrue(rel < TOLERANCE, "m=" + m + " n=" + n + " k=" + k + " ta=" + ta + " tb=" + tb + " rel=" + rel);
+            }
+        }
+    }
+
+    @Test
+    void betaZeroIgnoresGarbageInC() {
+        float[] a = {1, 2, 3, 4};
+        float[] b = {1, 0, 0, 1};
+        float[] c = {Float.NaN, Float.NaN, Float.NaN, Float.NaN};
+        Gemm.sgemm(false, false, 2, 2, 2, 1f, a, 0, 2, b, 0, 2, 0f, c, 0, 2);
+        assertArrayEquals(new float[] {1, 2, 3, 4}, c);
+    }
+
+    @Test
+    void parallelIsBitwiseEqualToSingleThreadedWhateverTheThreadCount() {
+        Random random = new Random(3);
+        int m = 203, n = 77, k = 300;
+        float[] a = random(random, m * k);
+        float[] b = random(random, k * n);
+        float[] single = new float[m * n];
+        Gemm.sgemm(false, false, m, n, k, 1f, a, 0, k, b, 0, n, 0f, single, 0, n);
+        for (int threads : new int[] {1, 2, 3, 5}) {
+            ForkJoinPool pool = new ForkJoinPool(threads);
+            float[] parallel = new float[m * n];
+            Gemm.parallelSgemm(pool, false, false, m, n, k, 1f, a, 0, k, b, 0, n, 0f, parallel, 0, n);
+            pool.shutdown();
+            assertArrayEquals(single, parallel, "threads=" + threads);
+        }
+    }
+
+    @Test
+    void rejectsArraysTooSmallForTheShape() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Gemm.sgemm(false, false, 4, 4, 4, 1f, new float[15], 0, 4, new float[16], 0, 4, 0f, new float[16], 0, 4));
+        assertTrue(e.getMessage().startsWith("a: a 4x4 matrix"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> Gemm.sgemm(false, false, 4, 4, 4, 1f, new float[16], 0, 3, new float[16], 0, 4, 0f, new float[16], 0, 4));
+        assertEquals("lda must be >= 4, got 3", e.getMessage());
+        assertThrows(IllegalArgumentException.class,
+                () -> Gemm.sgemm(false, false, -1, 4, 4, 1f, new float[16], 0, 4, new float[16], 0, 4, 0f, new float[16], 0, 4));
+    }
+
+    private static float[] random(Random random, int size) {
+        float[] x = new float[size];
+        for (int i = 0; i < size; i++) {
+            x[i] = (float) random.nextGaussian();
+        }
+        return x;
+    }
+}
