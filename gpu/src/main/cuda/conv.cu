@@ -166,6 +166,26 @@ __device__ void convBwdState(const float* dz, const float* w, const int* seqStar
     }
 }
 
+// Adds the gradient of the final state [N,D,W]: column j is ext[:, L+j], an input token or (L+j < W) a column of
+// the initial state. Runs after conv_bwd_dx and conv_bwd_state; one thread per (sequence, channel), so no races.
+__device__ void convBwdFinalState(const float* dFinal, const int* seqStart, const int* seqEnd, int D, int W,
+                                  int hasState, float* dx, float* dstate) {
+    const int d = blockIdx.x * blockDim.x + threadIdx.x, n = blockIdx.y;
+    if (d >= D) {
+        return;
+    }
+    const int start = seqStart[n], len = seqEnd[n] - start;
+    for (int j = 0; j < W; j++) {
+        const int m = len + j;
+        const float g = dFinal[((size_t) n * D + d) * W + j];
+        if (m >= W) {
+            dx[(size_t) (start + m - W) * D + d] += g;
+        } else if (hasState) {
+            dstate[((size_t) n * D + d) * W + m] += g;
+        }
+    }
+}
+
 #define CONV_DTYPE_ENTRIES(SUF, T)                                                                             \
 extern "C" __global__ void __launch_bounds__(128) conv_fwd_##SUF(                                              \
         const T* x, const float* w, const float* bias, const float* state0, const int* tokSeq,                \
@@ -199,4 +219,10 @@ extern "C" __global__ void __launch_bounds__(128) conv_bwd_dx(
 extern "C" __global__ void __launch_bounds__(128) conv_bwd_state(
         const float* dz, const float* w, const int* seqStart, const int* seqEnd, int D, int W, float* dstate) {
     convBwdState(dz, w, seqStart, seqEnd, D, W, dstate);
+}
+
+extern "C" __global__ void __launch_bounds__(128) conv_bwd_final_state(
+        const float* dFinal, const int* seqStart, const int* seqEnd, int D, int W, int hasState, float* dx,
+        float* dstate) {
+    convBwdFinalState(dFinal, seqStart, seqEnd, D, W, hasState, dx, dstate);
 }

@@ -1,6 +1,7 @@
 package io.kdapack.gpu;
 
 import io.kdapack.core.kda.KdaBackend;
+import io.kdapack.core.kda.KdaChunked;
 import java.util.Locale;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -36,6 +37,11 @@ public final class Backends {
     }
 
     private Backends() {
+    }
+
+    /** {@link #select(String, Supplier)} with core's chunked CPU backend. */
+    public static KdaBackend select(String choice) {
+        return select(choice, KdaChunked::new);
     }
 
     /**

@@ -21,11 +21,7 @@ public record ChunkTable(int[] chunkStart, int[] chunkLength, int[] seqChunkStar
         int n = segments.count();
         int total = 0;
         for (int s = 0; s < n; s++) {
-            int len = segments.length(s);
-            if (len < 0) {
-                throw new IllegalArgumentException("segment " + s + " has negative length " + len);
-            }
-            total += (len + CHUNK - 1) / CHUNK;
+            total += (segments.length(s) + CHUNK - 1) / CHUNK;
         }
         int[] start = new int[total];
         int[] length = new int[total];
@@ -60,12 +56,7 @@ public record ChunkTable(int[] chunkStart, int[] chunkLength, int[] seqChunkStar
         int[] seq = new int[segments.tokens()];
         java.util.Arrays.fill(seq, -1);
         for (int s = 0; s < segments.count(); s++) {
-            for (int t = segments.start(s); t < segments.end(s); t++) {
-                if (seq[t] != -1) {
-                    throw new IllegalArgumentException("segments " + seq[t] + " and " + s + " overlap at token " + t);
-                }
-                seq[t] = s;
-            }
+            java.util.Arrays.fill(seq, segments.start(s), segments.end(s), s);
         }
         return seq;
     }

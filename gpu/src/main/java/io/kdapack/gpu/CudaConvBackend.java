@@ -1,5 +1,9 @@
 package io.kdapack.gpu;
 
+import io.kdapack.core.conv.Activation;
+import io.kdapack.core.conv.ShortConvGradients;
+import io.kdapack.core.conv.ShortConvInputs;
+import io.kdapack.core.conv.ShortConvOutputs;
 import io.kdapack.gpu.DeviceMemoryPool.DeviceBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,13 +25,17 @@ public final class CudaConvBackend implements ShortConvBackend {
         return "cuda";
     }
 
+    /** Largest W the kernels take ({@code CONV_MAX_W} in conv.cu). */
+    public static final int MAX_WIDTH = 8;
+
     /** Launch geometry of the conv kernels: {@code (ceil(D/128), rows)} blocks of 128 threads. */
     static Launch tokenLaunch(int channels, int rows) {
         return Launch.of((channels + 127) / 128, rows, 1, 128);
     }
 
     @Override
-    public Result forward(ShortConvInputs in) {
+    public ShortConvOutputs forward(ShortConvInputs in) {
+        checkWidth(in);
         try (Buffers b = new Buffers(in)) {
             int t = in.segments().tokens();
             int n = in.segments().count();
@@ -36,23 +44,27 @@ public final class CudaConvBackend implements ShortConvBackend {
             DeviceBuffer state = b.temp(4L * n * d * in.width());
             if (t > 0) {
                 device.launch("conv", "conv_fwd_f32", tokenLaunch(d, t), b.x.ptr(), b.w.ptr(), ptr(b.bias),
-                        ptr(b.state0), b.tokSeq.ptr(), b.seqStart.ptr(), d, in.width(), in.silu() ? 1 : 0, y.ptr());
+                        ptr(b.state0), b.tokSeq.ptr(), b.seqStart.ptr(), d, in.width(), in.activation() == Activation.SILU ? 1 : 0, y.ptr());
             }
             if (n > 0) {
                 device.launch("conv", "conv_final_state_f32", tokenLaunch(d, n), b.x.ptr(), ptr(b.state0),
                         b.seqStart.ptr(), b.seqEnd.ptr(), d, in.width(), state.ptr());
             }
-            return new Result(device.download(y, t * d), device.download(state, n * d * in.width()));
+            return new ShortConvOutputs(device.download(y, t * d), device.download(state, n * d * in.width()));
         }
     }
 
     @Override
-    public Gradients backward(ShortConvInputs in, float[] dy) {
+    public ShortConvGradients backward(ShortConvInputs in, float[] dy, float[] dFinalState) {
+        checkWidth(in);
         int t = in.segments().tokens();
         int n = in.segments().count();
         int d = in.channels();
         int w = in.width();
         KdaShapes.require("dy", dy, (long) t * d);
+        if (dFinalState != null) {
+            KdaShapes.require("dFinalState", dFinalState, (long) n * d * w);
+        }
         try (Buffers b = new Buffers(in)) {
             DeviceBuffer dyBuf = b.keep(device.upload(dy));
             DeviceBuffer dz = b.temp(4L * t * d);
@@ -62,7 +74,7 @@ public final class CudaConvBackend implements ShortConvBackend {
             DeviceBuffer ds = b.temp(4L * n * d * w);
             if (t > 0) {
                 device.launch("conv", "conv_bwd_dz_f32", tokenLaunch(d, t), b.x.ptr(), b.w.ptr(), ptr(b.bias),
-                        ptr(b.state0), dyBuf.ptr(), b.tokSeq.ptr(), b.seqStart.ptr(), d, w, in.silu() ? 1 : 0, dz.ptr());
+                        ptr(b.state0), dyBuf.ptr(), b.tokSeq.ptr(), b.seqStart.ptr(), d, w, in.activation() == Activation.SILU ? 1 : 0, dz.ptr());
                 device.launch("conv", "conv_bwd_dx", tokenLaunch(d, t), dz.ptr(), b.w.ptr(), b.tokSeq.ptr(),
                         b.seqEnd.ptr(), d, w, dx.ptr());
             }
@@ -71,10 +83,21 @@ public final class CudaConvBackend implements ShortConvBackend {
             if (n > 0) {
                 device.launch("conv", "conv_bwd_state", tokenLaunch(d, n), dz.ptr(), b.w.ptr(), b.seqStart.ptr(),
                         b.seqEnd.ptr(), d, w, ds.ptr());
+                if (dFinalState != null) {
+                    DeviceBuffer dfs = b.keep(device.upload(dFinalState));
+                    device.launch("conv", "conv_bwd_final_state", tokenLaunch(d, n), dfs.ptr(), b.seqStart.ptr(),
+                            b.seqEnd.ptr(), d, w, in.initialState() == null ? 0 : 1, dx.ptr(), ds.ptr());
+                }
             }
-            return new Gradients(device.download(dx, t * d), device.download(dw, d * w),
+            return new ShortConvGradients(device.download(dx, t * d), device.download(dw, d * w),
                     in.bias() == null ? null : device.download(db, d),
                     in.initialState() == null ? null : device.download(ds, n * d * w));
+        }
+    }
+
+    private static void checkWidth(ShortConvInputs in) {
+        if (in.width() > MAX_WIDTH) {
+            throw new IllegalArgumentException("width W must be <= " + MAX_WIDTH + " on CUDA, got " + in.width());
         }
     }
 

@@ -35,10 +35,7 @@ public final class CudaKdaBackend implements KdaBackend {
     @Override
     public KdaGradients backward(KdaInputs in, KdaOptions options, float[] dO, float[] dHt) {
         KdaShapes.validate(in, options);
-        KdaShapes.require("dO", dO, (long) in.tokens() * in.valueHeads() * in.valueDim());
-        if (dHt != null) {
-            KdaShapes.require("dHt", dHt, (long) in.sequences() * in.valueHeads() * in.keyDim() * in.valueDim());
-        }
+        in.validateUpstream(dO, dHt);
         try (Upload up = new Upload(device, in, options)) {
             DeviceBuffer dOBuf = device.upload(dO);
             DeviceBuffer dHtBuf = dHt == null ? null : device.upload(dHt);

@@ -1,11 +1,21 @@
 package io.kdapack.gpu;
 
+import io.kdapack.core.conv.Activation;
+import io.kdapack.core.conv.ShortConv;
+import io.kdapack.core.conv.ShortConvFiles;
+import io.kdapack.core.conv.ShortConvGradients;
+import io.kdapack.core.conv.ShortConvInputs;
+import io.kdapack.core.conv.ShortConvOutputs;
 import io.kdapack.core.io.SafeTensors;
+import io.kdapack.core.kda.KdaBackend;
 import io.kdapack.core.kda.KdaBackend.KdaGradients;
 import io.kdapack.core.kda.KdaBackend.KdaResult;
+import io.kdapack.core.kda.KdaCase;
+import io.kdapack.core.kda.KdaChunked;
 import io.kdapack.core.kda.KdaInputs;
 import io.kdapack.core.kda.KdaOptions;
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.kda.Varlen;
 import io.kdapack.gpu.DeviceMemoryPool.DeviceBuffer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -20,7 +30,8 @@ import java.util.stream.Stream;
  * The GPU check run by gpu/device-check.sh on a lent GPU: every golden case of {@code <golden>/kda} and
  * {@code <golden>/conv} on the CUDA backend against its float64 expected values (fp32: relative error ≤ 1e-5
  * for outputs and final states, ≤ 1e-4 for gradients), then forward and forward+backward timings at T=8192,
- * H=HV=16, K=V=128, bf16, for one document and for 64 packed documents, with the table printed last.
+ * H=HV=16, K=V=128, bf16, for one document and for 64 packed documents, with the table printed last. Between the
+ * two, fresh random problems are compared with core's CPU backends (fp32, and bf16 inputs for KDA).
  *
  * <p>Usage: {@code DeviceCheck <golden dir> [--no-bench]}. Exit status: 0 all checks passed, 1 a check failed,
  * 3 no CUDA driver or device (nothing was run).
@@ -55,6 +66,7 @@ public final class DeviceCheck {
             DeviceCheck check = new DeviceCheck(device);
             device.setSyncAfterLaunch(true);
             check.golden(Path.of(args[0]));
+            check.randomAgainstCpu(System.nanoTime());
             device.setSyncAfterLaunch(false);
             System.out.printf(Locale.ROOT, "golden: %d checks, %d failed%n", check.checks, check.failures);
             if (!(args.length > 1 && args[1].equals("--no-bench"))) {
@@ -68,13 +80,12 @@ public final class DeviceCheck {
         CudaKdaBackend kda = new CudaKdaBackend(device);
         for (Path file : list(dir.resolve("kda"))) {
             SafeTensors f = SafeTensors.read(file);
-            GoldenKda g = GoldenKda.from(f);
+            KdaCase g = KdaCase.from(f);
             String name = file.getFileName().toString();
             KdaResult r = kda.forward(g.inputs(), g.options());
             compare(name, "o", r.o(), f, OUTPUT_TOLERANCE);
             compare(name, "ht", r.ht(), f, OUTPUT_TOLERANCE);
-            KdaGradients d = kda.backward(g.inputs(), g.options(), f.get("do").toFloatArray(),
-                    f.get("dht").toFloatArray());
+            KdaGradients d = kda.backward(g.inputs(), g.options(), g.dO(), g.dHt());
             compare(name, "dq", d.dq(), f, GRADIENT_TOLERANCE);
             compare(name, "dk", d.dk(), f, GRADIENT_TOLERANCE);
             compare(name, "dv", d.dv(), f, GRADIENT_TOLERANCE);
@@ -94,18 +105,18 @@ public final class DeviceCheck {
         for (Path file : list(dir.resolve("conv"))) {
             SafeTensors f = SafeTensors.read(file);
             String name = file.getFileName().toString();
-            ShortConvInputs in = GoldenKda.conv(f);
-            ShortConvBackend.Result r = conv.forward(in);
+            ShortConvInputs in = ShortConvFiles.inputs(f);
+            ShortConvOutputs r = conv.forward(in);
             compare(name, "y", r.y(), f, OUTPUT_TOLERANCE);
             compare(name, "final_state", r.finalState(), f, OUTPUT_TOLERANCE);
-            ShortConvBackend.Gradients d = conv.backward(in, f.get("dy").toFloatArray());
+            ShortConvGradients d = conv.backward(in, ShortConvFiles.upstreamGradient(f), null);
             compare(name, "dx", d.dx(), f, GRADIENT_TOLERANCE);
-            compare(name, "dweight", d.dWeight(), f, GRADIENT_TOLERANCE);
+            compare(name, "dweight", d.dweight(), f, GRADIENT_TOLERANCE);
             if (f.has("dbias")) {
-                compare(name, "dbias", d.dBias(), f, GRADIENT_TOLERANCE);
+                compare(name, "dbias", d.dbias(), f, GRADIENT_TOLERANCE);
             }
             if (f.has("dinitial_state")) {
-                compare(name, "dinitial_state", d.dInitialState(), f, GRADIENT_TOLERANCE);
+                compare(name, "dinitial_state", d.dinitialState(), f, GRADIENT_TOLERANCE);
             }
         }
     }
@@ -120,7 +131,18 @@ public final class DeviceCheck {
     }
 
     private void compare(String file, String tensor, float[] out, SafeTensors f, double tolerance) {
-        double[] ref = f.get(tensor).toDoubleArray();
+        compare(file, tensor, out, f.get(tensor).toDoubleArray(), tolerance);
+    }
+
+    private void compare(String file, String tensor, float[] out, float[] reference, double tolerance) {
+        double[] ref = new double[reference.length];
+        for (int i = 0; i < ref.length; i++) {
+            ref[i] = reference[i];
+        }
+        compare(file, tensor, out, ref, tolerance);
+    }
+
+    private void compare(String file, String tensor, float[] out, double[] ref, double tolerance) {
         double err = out == null || out.length != ref.length ? Double.POSITIVE_INFINITY : relativeError(out, ref);
         boolean ok = err <= tolerance;
         checks++;
@@ -144,6 +166,125 @@ public final class DeviceCheck {
             return Double.POSITIVE_INFINITY;
         }
         return den == 0 ? Math.sqrt(num) : Math.sqrt(num / den);
+    }
+
+    // ------------------------------------------------------------------------- random inputs against the CPU
+
+    /**
+     * Fresh random problems (partial chunks and value blocks, GVA, gates, initial states, final-state gradients)
+     * on the CUDA backend against core's CPU backends, fp32 and, for KDA, bf16 inputs: the CPU then runs on the
+     * bf16-rounded inputs, so only the bf16 rounding of the output and the accumulation order differ.
+     */
+    private void randomAgainstCpu(long seed) {
+        Random rnd = new Random(seed);
+        int[] cu = {0, 5, 130, 131, 131, 400, 700};
+        Segments seg = Varlen.fromCuSeqlens(cu, 700);
+        KdaBackend cpu = new KdaChunked();
+        CudaKdaBackend gpu = new CudaKdaBackend(device);
+        for (KdaOptions options : List.of(KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f),
+                KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, -5f))) {
+            int h = 2;
+            int hv = 4;
+            int k = 64;
+            int v = 80;
+            int t = seg.tokens();
+            KdaInputs in = new KdaInputs(seg, h, hv, k, v, gaussian(rnd, t * h * k), gaussian(rnd, t * h * k),
+                    gaussian(rnd, t * hv * v), gaussian(rnd, t * hv * k), gaussian(rnd, t * hv),
+                    options.gate() == KdaOptions.Gate.SOFTPLUS ? logUniform(rnd, hv) : null, gaussian(rnd, hv * k),
+                    gaussian(rnd, seg.count() * hv * k * v));
+            float[] dO = gaussian(rnd, t * hv * v);
+            float[] dHt = gaussian(rnd, seg.count() * hv * k * v);
+            String label = "random fp32 " + options.gate().name().toLowerCase(Locale.ROOT);
+            compareKda(label, gpu.forward(in, options), gpu.backward(in, options, dO, dHt), cpu.forward(in, options),
+                    cpu.backward(in, options, dO, dHt), OUTPUT_TOLERANCE, GRADIENT_TOLERANCE);
+            KdaInputs rounded = new KdaInputs(seg, h, hv, k, v, roundBf16(in.q()), roundBf16(in.k()),
+                    roundBf16(in.v()), roundBf16(in.g()), roundBf16(in.beta()), in.aLog(), in.dtBias(), in.h0());
+            float[] dORounded = roundBf16(dO);
+            label = "random bf16 " + options.gate().name().toLowerCase(Locale.ROOT);
+            Bf16Run bf = runBf16(rounded, options, dORounded, dHt);
+            // o is stored in bf16 (relative rounding 2^-9); the gradients are fp32 from bf16 inputs.
+            compareKda(label, bf.result, bf.grads, cpu.forward(rounded, options),
+                    cpu.backward(rounded, options, dORounded, dHt), 1e-2, GRADIENT_TOLERANCE);
+        }
+        CudaConvBackend conv = new CudaConvBackend(device);
+        int d = 200;
+        int w = 4;
+        ShortConvInputs in = new ShortConvInputs(seg, d, w, gaussian(rnd, seg.tokens() * d), gaussian(rnd, d * w),
+                gaussian(rnd, d), gaussian(rnd, seg.count() * d * w), Activation.SILU);
+        float[] dy = gaussian(rnd, seg.tokens() * d);
+        float[] dFinal = gaussian(rnd, seg.count() * d * w);
+        ShortConvOutputs go = conv.forward(in);
+        ShortConvOutputs co = ShortConv.forward(in);
+        ShortConvGradients gg = conv.backward(in, dy, dFinal);
+        ShortConvGradients cg = ShortConv.backward(in, dy, dFinal);
+        compare("random conv D=200 W=4", "y", go.y(), co.y(), OUTPUT_TOLERANCE);
+        compare("random conv D=200 W=4", "final_state", go.finalState(), co.finalState(), OUTPUT_TOLERANCE);
+        compare("random conv D=200 W=4", "dx", gg.dx(), cg.dx(), GRADIENT_TOLERANCE);
+        compare("random conv D=200 W=4", "dweight", gg.dweight(), cg.dweight(), GRADIENT_TOLERANCE);
+        compare("random conv D=200 W=4", "dbias", gg.dbias(), cg.dbias(), GRADIENT_TOLERANCE);
+        compare("random conv D=200 W=4", "dinitial_state", gg.dinitialState(), cg.dinitialState(), GRADIENT_TOLERANCE);
+    }
+
+    private void compareKda(String label, KdaResult r, KdaGradients g, KdaResult cr, KdaGradients cg, double outTol,
+                            double gradTol) {
+        compare(label, "o", r.o(), cr.o(), outTol);
+        compare(label, "ht", r.ht(), cr.ht(), OUTPUT_TOLERANCE);
+        compare(label, "dq", g.dq(), cg.dq(), gradTol);
+        compare(label, "dk", g.dk(), cg.dk(), gradTol);
+        compare(label, "dv", g.dv(), cg.dv(), gradTol);
+        compare(label, "dg", g.dg(), cg.dg(), gradTol);
+        compare(label, "dbeta", g.dBeta(), cg.dBeta(), gradTol);
+        compare(label, "dh0", g.dH0(), cg.dH0(), gradTol);
+        compare(label, "ddt_bias", g.dDtBias(), cg.dDtBias(), gradTol);
+        if (cg.dALog() != null) {
+            compare(label, "dA_log", g.dALog(), cg.dALog(), gradTol);
+        }
+    }
+
+    private record Bf16Run(KdaResult result, KdaGradients grads) {
+    }
+
+    /** The bf16 kernels on inputs that are already bf16 values (so the conversion is exact). */
+    private Bf16Run runBf16(KdaInputs in, KdaOptions options, float[] dO, float[] dHt) {
+        ChunkTable table = ChunkTable.of(in.segments());
+        KdaLaunchPlan plan = KdaLaunchPlan.of(table, in.tokens(), in.heads(), in.valueHeads(), in.keyDim(),
+                in.valueDim());
+        List<DeviceBuffer> bufs = new ArrayList<>();
+        KdaDeviceOp.Inputs dev = new KdaDeviceOp.Inputs(bf16(in.q(), bufs), bf16(in.k(), bufs), bf16(in.v(), bufs),
+                bf16(in.g(), bufs), bf16(in.beta(), bufs),
+                in.aLog() == null ? null : keep(device.upload(in.aLog()), bufs),
+                keep(device.upload(in.dtBias()), bufs), keep(device.upload(in.h0()), bufs));
+        DeviceBuffer dOBuf = bf16(dO, bufs);
+        DeviceBuffer dHtBuf = keep(device.upload(dHt), bufs);
+        try (KdaDeviceOp op = new KdaDeviceOp(device, table, plan, options, KdaDeviceOp.DType.BF16, dev)) {
+            op.forward();
+            KdaResult r = new KdaResult(Bf16.toFloats(device.downloadShorts(op.o, (int) plan.tokenValueElements())),
+                    device.download(op.ht, (int) plan.stateElements()));
+            KdaDeviceOp.Gradients g = op.backward(dOBuf, dHtBuf);
+            int qk = in.tokens() * in.heads() * in.keyDim();
+            KdaGradients grads = new KdaGradients(device.download(g.dq(), qk), device.download(g.dk(), qk),
+                    device.download(g.dv(), (int) plan.tokenValueElements()),
+                    device.download(g.dg(), (int) plan.tokenKeyElements()),
+                    device.download(g.dBeta(), in.tokens() * in.valueHeads()),
+                    g.dALog() == null ? null : device.download(g.dALog(), in.valueHeads()),
+                    device.download(g.dDtBias(), in.valueHeads() * in.keyDim()),
+                    device.download(g.dh0(), (int) plan.stateElements()));
+            return new Bf16Run(r, grads);
+        } finally {
+            bufs.forEach(device::free);
+        }
+    }
+
+    private static float[] roundBf16(float[] values) {
+        return Bf16.toFloats(Bf16.fromFloats(values));
+    }
+
+    private static float[] logUniform(Random rnd, int n) {
+        float[] out = new float[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = (float) Math.log(1 + 15 * rnd.nextDouble());
+        }
+        return out;
     }
 
     // ------------------------------------------------------------------------------------------ benchmark
@@ -191,10 +332,7 @@ public final class DeviceCheck {
         float[] v = gaussian(rnd, t * h * BENCH_V);
         float[] g = gaussian(rnd, t * h * BENCH_K);
         float[] beta = gaussian(rnd, t * h);
-        float[] aLog = new float[h];
-        for (int i = 0; i < h; i++) {
-            aLog[i] = (float) Math.log(1 + 15 * rnd.nextDouble());
-        }
+        float[] aLog = logUniform(rnd, h);
         float[] dtBias = gaussian(rnd, h * BENCH_K);
         float[] dO = gaussian(rnd, t * h * BENCH_V);
         KdaOptions options = KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f);
@@ -204,7 +342,7 @@ public final class DeviceCheck {
                 dO, options, rows);
         System.out.println();
         System.out.printf(Locale.ROOT, "KDA on %s, bf16 inputs (fp32 accumulation), T=%d H=HV=%d K=V=%d, "
-                + "l2norm + softplus gate + beta sigmoid, mean of 20 after 3 warm-ups%n", device.name(), t, h, BENCH_K);
+                + "l2norm + softplus gate + beta sigmoid, CUDA-event mean over up to 20 runs after a warm-up%n", device.name(), t, h, BENCH_K);
         System.out.println("| case                | chunks | fwd ms  | fwd+bwd ms |");
         System.out.println("|---------------------|--------|---------|------------|");
         rows.forEach(System.out::println);
@@ -214,8 +352,7 @@ public final class DeviceCheck {
 
     private double[] benchCase(String label, int[] cu, float[] q, float[] k, float[] v, float[] g, float[] beta,
                                float[] aLog, float[] dtBias, float[] dO, KdaOptions options, List<String> rows) {
-        Segments seg = new Segments(BENCH_T, java.util.Arrays.copyOf(cu, cu.length - 1),
-                java.util.Arrays.copyOfRange(cu, 1, cu.length));
+        Segments seg = Varlen.fromCuSeqlens(cu, BENCH_T);
         ChunkTable table = ChunkTable.of(seg);
         KdaLaunchPlan plan = KdaLaunchPlan.of(table, BENCH_T, BENCH_H, BENCH_H, BENCH_K, BENCH_V);
         List<DeviceBuffer> bufs = new ArrayList<>();
@@ -230,15 +367,16 @@ public final class DeviceCheck {
                     throw new IllegalStateException(label + ": non-finite forward output");
                 }
             }
-            for (int i = 0; i < 3; i++) {
+            Runnable fwdBwd = () -> {
                 op.forward();
                 op.backward(dOBuf, null);
-            }
-            double fwd = device.timeMillis(op::forward, 20);
-            double both = device.timeMillis(() -> {
-                op.forward();
-                op.backward(dOBuf, null);
-            }, 20);
+            };
+            // One warm-up, then as many timed runs as fit in about 3 s (1 … 20): the lease is short.
+            double once = device.timeMillis(fwdBwd, 1);
+            int reps = (int) Math.max(1, Math.min(20, 3000 / Math.max(once, 1e-3)));
+            double fwd = device.timeMillis(op::forward, reps);
+            double both = device.timeMillis(fwdBwd, reps);
+            System.out.printf(Locale.ROOT, "bench %s: fwd %.3f ms, fwd+bwd %.3f ms (%d runs)%n", label, fwd, both, reps);
             rows.add(String.format(Locale.ROOT, "| %-19s | %6d | %7.3f | %10.3f |", label, table.count(), fwd, both));
             return new double[] {fwd, both};
         } finally {

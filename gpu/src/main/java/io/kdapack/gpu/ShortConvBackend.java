@@ -1,23 +1,26 @@
 package io.kdapack.gpu;
 
-/** An implementation of the short convolution (fwd and bwd); {@link CudaConvBackend} on the GPU. */
+import io.kdapack.core.conv.ShortConvGradients;
+import io.kdapack.core.conv.ShortConvInputs;
+import io.kdapack.core.conv.ShortConvOutputs;
+
+/**
+ * An implementation of the short convolution with the contract of {@link io.kdapack.core.conv.ShortConv} (the
+ * CPU op): {@link CudaConvBackend} on the GPU.
+ */
 public interface ShortConvBackend {
 
     String name();
 
-    /** Output {@code y [T,D]} (zero at padding) and the final conv state {@code [N,D,W]}. */
-    Result forward(ShortConvInputs in);
+    /** Output {@code y [T,D]} (zero at padding) and the final conv states {@code [N,D,W]}. */
+    ShortConvOutputs forward(ShortConvInputs in);
 
     /**
-     * Gradients of {@code L = Σ y·dy}; {@code dBias} and {@code dInitialState} are null when the input is.
+     * Gradients of {@code L = Σ y·dy + Σ finalState·dFinalState}; {@code dbias} and {@code dinitialState} are null
+     * when the input is.
      *
-     * @param dy {@code [T,D]}
+     * @param dy          {@code [T,D]}
+     * @param dFinalState {@code [N,D,W]} or null for none
      */
-    Gradients backward(ShortConvInputs in, float[] dy);
-
-    record Result(float[] y, float[] finalState) {
-    }
-
-    record Gradients(float[] dx, float[] dWeight, float[] dBias, float[] dInitialState) {
-    }
+    ShortConvGradients backward(ShortConvInputs in, float[] dy, float[] dFinalState);
 }

@@ -4,8 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kdapack.core.conv.ShortConvFiles;
+import io.kdapack.core.conv.ShortConvInputs;
 import io.kdapack.core.io.SafeTensors;
-import io.kdapack.core.kda.KdaOptions;
+import io.kdapack.core.kda.KdaCase;
+import io.kdapack.core.kda.KdaInputs;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -46,46 +49,40 @@ class HostHelpersTest {
     }
 
     @Test
-    void everyGoldenCaseBecomesValidOpInputs() throws IOException {
+    void everyGoldenCaseFitsTheKernelsLimits() throws IOException {
         List<Path> kda;
         try (Stream<Path> s = Files.list(GOLDEN.resolve("kda"))) {
             kda = s.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList();
         }
         assertEquals(11, kda.size());
         for (Path file : kda) {
-            SafeTensors f = SafeTensors.read(file);
-            GoldenKda g = GoldenKda.from(f);
+            KdaCase g = KdaCase.from(SafeTensors.read(file));
             KdaShapes.validate(g.inputs(), g.options());
-            assertEquals(Integer.parseInt(f.meta("N")), g.inputs().sequences(), file.toString());
             ChunkTable t = ChunkTable.of(g.inputs().segments());
-            KdaLaunchPlan.of(t, g.inputs().tokens(), g.inputs().heads(), g.inputs().valueHeads(), g.inputs().keyDim(),
-                    g.inputs().valueDim());
+            KdaLaunchPlan p = KdaLaunchPlan.of(t, g.inputs().tokens(), g.inputs().heads(), g.inputs().valueHeads(),
+                    g.inputs().keyDim(), g.inputs().valueDim());
+            assertEquals(g.inputs().sequences(), p.sequences(), file.toString());
         }
-        SafeTensors batched = SafeTensors.read(GOLDEN.resolve("kda/10_batched_segment_ids.safetensors"));
-        GoldenKda g = GoldenKda.from(batched);
-        assertEquals(240, g.inputs().tokens());
-        assertEquals(2 * 80 + 6, g.inputs().segments().start(6), "row 2's first segment starts after 6 padding tokens");
-        assertEquals(KdaOptions.Gate.SOFTPLUS, g.options().gate());
         try (Stream<Path> s = Files.list(GOLDEN.resolve("conv"))) {
             for (Path file : s.filter(p -> p.toString().endsWith(".safetensors")).toList()) {
-                ShortConvInputs in = GoldenKda.conv(SafeTensors.read(file));
-                assertTrue(in.width() <= ShortConvInputs.MAX_WIDTH);
+                ShortConvInputs in = ShortConvFiles.inputs(SafeTensors.read(file));
+                assertTrue(in.width() <= CudaConvBackend.MAX_WIDTH);
             }
         }
     }
 
     @Test
-    void wrongSizesAreReportedByName() throws IOException {
-        GoldenKda g = GoldenKda.from(SafeTensors.read(GOLDEN.resolve("kda/02_varlen_short_docs.safetensors")));
-        var in = g.inputs();
-        var shortV = new io.kdapack.core.kda.KdaInputs(in.segments(), in.heads(), in.valueHeads(), in.keyDim(),
-                in.valueDim(), in.q(), in.k(), new float[3], in.g(), in.beta(), null, null, in.h0());
+    void keyDimBeyondTheKernelsIsReportedByName() throws IOException {
+        KdaCase g = KdaCase.from(SafeTensors.read(GOLDEN.resolve("kda/01_single_seq_T64_plain.safetensors")));
+        KdaInputs in = g.inputs();
+        int t = in.tokens();
+        KdaInputs wide = new KdaInputs(in.segments(), 1, 1, 256, 16, new float[t * 256], new float[t * 256],
+                new float[t * 16], new float[t * 256], new float[t], null, null, null);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> KdaShapes.validate(shortV, g.options()));
-        assertEquals("v has 3 values, expected " + in.tokens() * in.valueHeads() * in.valueDim(), e.getMessage());
-        var gateWithoutBias = new KdaOptions(Float.NaN, false, KdaOptions.Gate.SOFTPLUS, 0f, false);
-        IllegalArgumentException b = assertThrows(IllegalArgumentException.class,
-                () -> KdaShapes.validate(in, gateWithoutBias));
-        assertTrue(b.getMessage().startsWith("dtBias must not be null"), b.getMessage());
+                () -> KdaShapes.validate(wide, g.options()));
+        assertEquals("keyDim K must be <= 128 on CUDA, got 256", e.getMessage());
+        IllegalArgumentException n = assertThrows(IllegalArgumentException.class,
+                () -> KdaShapes.require("dy", new float[3], 4));
+        assertEquals("dy has 3 values, expected 4", n.getMessage());
     }
 }

@@ -29,7 +29,7 @@ class PtxResourcesTest {
     static final Set<String> CONV_ENTRIES = Set.of(
             "conv_fwd_f32", "conv_final_state_f32", "conv_bwd_dz_f32", "conv_bwd_params_f32",
             "conv_fwd_bf16", "conv_final_state_bf16", "conv_bwd_dz_bf16", "conv_bwd_params_bf16",
-            "conv_bwd_dx", "conv_bwd_state");
+            "conv_bwd_dx", "conv_bwd_state", "conv_bwd_final_state");
 
     @Test
     void bothTargetsOfBothModulesDeclareTheKernelsTheHostLaunches() {
