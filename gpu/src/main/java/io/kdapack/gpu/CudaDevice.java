@@ -133,11 +133,26 @@ public final class CudaDevice implements AutoCloseable {
             }
         } catch (LinkageError e) {
             unavailableReason = "no CUDA driver: the JCuda driver library could not be loaded ("
-                    + firstLine(e.getMessage()) + ")";
+                    + keyLine(e) + ")";
         } catch (CudaException e) {
             unavailableReason = "no usable CUDA driver: cuInit failed (" + firstLine(e.getMessage()) + ")";
         }
         return unavailableReason;
+    }
+
+    /** The line of a load failure that names the missing library (JCuda lists every attempt), else the first. */
+    private static String keyLine(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            String m = t.getMessage();
+            if (m != null) {
+                for (String line : m.lines().toList()) {
+                    if (line.contains("libcuda") || line.contains("cannot open shared object")) {
+                        return firstLine(line);
+                    }
+                }
+            }
+        }
+        return firstLine(e.getMessage());
     }
 
     private static String firstLine(String s) {

@@ -54,9 +54,24 @@ public final class DeviceCheck {
             System.err.println("usage: DeviceCheck <golden dir with kda/ and conv/> [--no-bench]");
             System.exit(2);
         }
+        // CPU side first, so that a machine without a GPU still checks that the bundle reads the cases and runs
+        // the CPU reference.
+        Path golden = Path.of(args[0]);
+        List<Path> kdaFiles = list(golden.resolve("kda"));
+        List<Path> convFiles = list(golden.resolve("conv"));
+        for (Path file : kdaFiles) {
+            KdaCase.from(SafeTensors.read(file));
+        }
+        for (Path file : convFiles) {
+            ShortConvFiles.inputs(SafeTensors.read(file));
+        }
+        List<RandomKda> randomKda = RandomKda.create(System.nanoTime());
+        RandomConv randomConv = RandomConv.create(System.nanoTime());
+        System.out.printf(Locale.ROOT, "DeviceCheck: %d KDA and %d conv golden cases read, CPU reference of %d random "
+                + "KDA problems and 1 conv problem computed%n", kdaFiles.size(), convFiles.size(), randomKda.size());
         String reason = CudaDevice.unavailableReason();
         if (reason != null) {
-            System.out.println("DeviceCheck: " + reason + "; nothing run");
+            System.out.println("DeviceCheck: " + reason + "; GPU checks not run");
             System.exit(3);
         }
         try (CudaDevice device = CudaDevice.open(0)) {
@@ -65,10 +80,10 @@ public final class DeviceCheck {
                     PtxResources.targetFor(device.computeMajor(), device.computeMinor()));
             DeviceCheck check = new DeviceCheck(device);
             device.setSyncAfterLaunch(true);
-            check.golden(Path.of(args[0]));
-            check.randomAgainstCpu(System.nanoTime());
+            check.golden(kdaFiles, convFiles);
+            check.randomAgainstCpu(randomKda, randomConv);
             device.setSyncAfterLaunch(false);
-            System.out.printf(Locale.ROOT, "golden: %d checks, %d failed%n", check.checks, check.failures);
+            System.out.printf(Locale.ROOT, "correctness: %d checks, %d failed%n", check.checks, check.failures);
             if (!(args.length > 1 && args[1].equals("--no-bench"))) {
                 check.bench();
             }
@@ -76,9 +91,9 @@ public final class DeviceCheck {
         }
     }
 
-    private void golden(Path dir) throws IOException {
+    private void golden(List<Path> kdaFiles, List<Path> convFiles) throws IOException {
         CudaKdaBackend kda = new CudaKdaBackend(device);
-        for (Path file : list(dir.resolve("kda"))) {
+        for (Path file : kdaFiles) {
             SafeTensors f = SafeTensors.read(file);
             KdaCase g = KdaCase.from(f);
             String name = file.getFileName().toString();
@@ -102,7 +117,7 @@ public final class DeviceCheck {
             }
         }
         CudaConvBackend conv = new CudaConvBackend(device);
-        for (Path file : list(dir.resolve("conv"))) {
+        for (Path file : convFiles) {
             SafeTensors f = SafeTensors.read(file);
             String name = file.getFileName().toString();
             ShortConvInputs in = ShortConvFiles.inputs(f);
@@ -121,7 +136,7 @@ public final class DeviceCheck {
         }
     }
 
-    private static List<Path> list(Path dir) throws IOException {
+    static List<Path> list(Path dir) throws IOException {
         if (!Files.isDirectory(dir)) {
             throw new IllegalArgumentException("golden folder " + dir + " does not exist");
         }
@@ -170,59 +185,86 @@ public final class DeviceCheck {
 
     // ------------------------------------------------------------------------- random inputs against the CPU
 
-    /**
-     * Fresh random problems (partial chunks and value blocks, GVA, gates, initial states, final-state gradients)
-     * on the CUDA backend against core's CPU backends, fp32 and, for KDA, bf16 inputs: the CPU then runs on the
-     * bf16-rounded inputs, so only the bf16 rounding of the output and the accumulation order differ.
-     */
-    private void randomAgainstCpu(long seed) {
-        Random rnd = new Random(seed);
-        int[] cu = {0, 5, 130, 131, 131, 400, 700};
-        Segments seg = Varlen.fromCuSeqlens(cu, 700);
-        KdaBackend cpu = new KdaChunked();
-        CudaKdaBackend gpu = new CudaKdaBackend(device);
-        for (KdaOptions options : List.of(KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f),
-                KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, -5f))) {
+    /** A fresh random KDA problem and core's CPU results on it. */
+    record RandomKda(String label, KdaInputs inputs, KdaOptions options, float[] dO, float[] dHt, boolean bf16,
+                     KdaResult cpu, KdaGradients cpuGrads) {
+
+        /**
+         * Partial chunks and value blocks, a zero-length sequence, GVA, both gate forms, initial states and
+         * final-state gradients; each twice: fp32, and bf16-rounded inputs for the bf16 kernels (the CPU then runs
+         * on the same rounded values, so only the bf16 rounding of o and the accumulation order differ).
+         */
+        static List<RandomKda> create(long seed) {
+            Random rnd = new Random(seed);
+            Segments seg = Varlen.fromCuSeqlens(new int[] {0, 5, 130, 131, 131, 400, 700}, 700);
+            KdaBackend cpu = new KdaChunked();
+            List<RandomKda> out = new ArrayList<>();
             int h = 2;
             int hv = 4;
             int k = 64;
             int v = 80;
             int t = seg.tokens();
-            KdaInputs in = new KdaInputs(seg, h, hv, k, v, gaussian(rnd, t * h * k), gaussian(rnd, t * h * k),
-                    gaussian(rnd, t * hv * v), gaussian(rnd, t * hv * k), gaussian(rnd, t * hv),
-                    options.gate() == KdaOptions.Gate.SOFTPLUS ? logUniform(rnd, hv) : null, gaussian(rnd, hv * k),
-                    gaussian(rnd, seg.count() * hv * k * v));
-            float[] dO = gaussian(rnd, t * hv * v);
-            float[] dHt = gaussian(rnd, seg.count() * hv * k * v);
-            String label = "random fp32 " + options.gate().name().toLowerCase(Locale.ROOT);
-            compareKda(label, gpu.forward(in, options), gpu.backward(in, options, dO, dHt), cpu.forward(in, options),
-                    cpu.backward(in, options, dO, dHt), OUTPUT_TOLERANCE, GRADIENT_TOLERANCE);
-            KdaInputs rounded = new KdaInputs(seg, h, hv, k, v, roundBf16(in.q()), roundBf16(in.k()),
-                    roundBf16(in.v()), roundBf16(in.g()), roundBf16(in.beta()), in.aLog(), in.dtBias(), in.h0());
-            float[] dORounded = roundBf16(dO);
-            label = "random bf16 " + options.gate().name().toLowerCase(Locale.ROOT);
-            Bf16Run bf = runBf16(rounded, options, dORounded, dHt);
-            // o is stored in bf16 (relative rounding 2^-9); the gradients are fp32 from bf16 inputs.
-            compareKda(label, bf.result, bf.grads, cpu.forward(rounded, options),
-                    cpu.backward(rounded, options, dORounded, dHt), 1e-2, GRADIENT_TOLERANCE);
+            for (KdaOptions options : List.of(KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f),
+                    KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, -5f))) {
+                KdaInputs in = new KdaInputs(seg, h, hv, k, v, gaussian(rnd, t * h * k), gaussian(rnd, t * h * k),
+                        gaussian(rnd, t * hv * v), gaussian(rnd, t * hv * k), gaussian(rnd, t * hv),
+                        options.gate() == KdaOptions.Gate.SOFTPLUS ? logUniform(rnd, hv) : null,
+                        gaussian(rnd, hv * k), gaussian(rnd, seg.count() * hv * k * v));
+                float[] dO = gaussian(rnd, t * hv * v);
+                float[] dHt = gaussian(rnd, seg.count() * hv * k * v);
+                String gate = options.gate().name().toLowerCase(Locale.ROOT);
+                out.add(new RandomKda("random fp32 " + gate, in, options, dO, dHt, false, cpu.forward(in, options),
+                        cpu.backward(in, options, dO, dHt)));
+                KdaInputs rounded = new KdaInputs(seg, h, hv, k, v, roundBf16(in.q()), roundBf16(in.k()),
+                        roundBf16(in.v()), roundBf16(in.g()), roundBf16(in.beta()), in.aLog(), in.dtBias(), in.h0());
+                float[] dORounded = roundBf16(dO);
+                out.add(new RandomKda("random bf16 " + gate, rounded, options, dORounded, dHt, true,
+                        cpu.forward(rounded, options), cpu.backward(rounded, options, dORounded, dHt)));
+            }
+            return out;
         }
-        CudaConvBackend conv = new CudaConvBackend(device);
-        int d = 200;
-        int w = 4;
-        ShortConvInputs in = new ShortConvInputs(seg, d, w, gaussian(rnd, seg.tokens() * d), gaussian(rnd, d * w),
-                gaussian(rnd, d), gaussian(rnd, seg.count() * d * w), Activation.SILU);
-        float[] dy = gaussian(rnd, seg.tokens() * d);
-        float[] dFinal = gaussian(rnd, seg.count() * d * w);
-        ShortConvOutputs go = conv.forward(in);
-        ShortConvOutputs co = ShortConv.forward(in);
-        ShortConvGradients gg = conv.backward(in, dy, dFinal);
-        ShortConvGradients cg = ShortConv.backward(in, dy, dFinal);
-        compare("random conv D=200 W=4", "y", go.y(), co.y(), OUTPUT_TOLERANCE);
-        compare("random conv D=200 W=4", "final_state", go.finalState(), co.finalState(), OUTPUT_TOLERANCE);
-        compare("random conv D=200 W=4", "dx", gg.dx(), cg.dx(), GRADIENT_TOLERANCE);
-        compare("random conv D=200 W=4", "dweight", gg.dweight(), cg.dweight(), GRADIENT_TOLERANCE);
-        compare("random conv D=200 W=4", "dbias", gg.dbias(), cg.dbias(), GRADIENT_TOLERANCE);
-        compare("random conv D=200 W=4", "dinitial_state", gg.dinitialState(), cg.dinitialState(), GRADIENT_TOLERANCE);
+    }
+
+    /** A random short convolution (two channel blocks, initial state, final-state gradient) and its CPU results. */
+    record RandomConv(ShortConvInputs inputs, float[] dy, float[] dFinal, ShortConvOutputs cpu,
+                      ShortConvGradients cpuGrads) {
+
+        static RandomConv create(long seed) {
+            Random rnd = new Random(seed);
+            Segments seg = Varlen.fromCuSeqlens(new int[] {0, 2, 3, 3, 120, 300}, 300);
+            int d = 200;
+            int w = 4;
+            ShortConvInputs in = new ShortConvInputs(seg, d, w, gaussian(rnd, seg.tokens() * d),
+                    gaussian(rnd, d * w), gaussian(rnd, d), gaussian(rnd, seg.count() * d * w), Activation.SILU);
+            float[] dy = gaussian(rnd, seg.tokens() * d);
+            float[] dFinal = gaussian(rnd, seg.count() * d * w);
+            return new RandomConv(in, dy, dFinal, ShortConv.forward(in), ShortConv.backward(in, dy, dFinal));
+        }
+    }
+
+    private void randomAgainstCpu(List<RandomKda> problems, RandomConv conv) {
+        CudaKdaBackend gpu = new CudaKdaBackend(device);
+        for (RandomKda p : problems) {
+            if (p.bf16()) {
+                Bf16Run bf = runBf16(p.inputs(), p.options(), p.dO(), p.dHt());
+                // o is stored in bf16 (relative rounding 2^-9); the gradients are fp32 from bf16 inputs.
+                compareKda(p.label(), bf.result, bf.grads, p.cpu(), p.cpuGrads(), 1e-2, GRADIENT_TOLERANCE);
+            } else {
+                compareKda(p.label(), gpu.forward(p.inputs(), p.options()),
+                        gpu.backward(p.inputs(), p.options(), p.dO(), p.dHt()), p.cpu(), p.cpuGrads(),
+                        OUTPUT_TOLERANCE, GRADIENT_TOLERANCE);
+            }
+        }
+        CudaConvBackend backend = new CudaConvBackend(device);
+        ShortConvOutputs go = backend.forward(conv.inputs());
+        ShortConvGradients gg = backend.backward(conv.inputs(), conv.dy(), conv.dFinal());
+        String label = "random conv D=200 W=4";
+        compare(label, "y", go.y(), conv.cpu().y(), OUTPUT_TOLERANCE);
+        compare(label, "final_state", go.finalState(), conv.cpu().finalState(), OUTPUT_TOLERANCE);
+        compare(label, "dx", gg.dx(), conv.cpuGrads().dx(), GRADIENT_TOLERANCE);
+        compare(label, "dweight", gg.dweight(), conv.cpuGrads().dweight(), GRADIENT_TOLERANCE);
+        compare(label, "dbias", gg.dbias(), conv.cpuGrads().dbias(), GRADIENT_TOLERANCE);
+        compare(label, "dinitial_state", gg.dinitialState(), conv.cpuGrads().dinitialState(), GRADIENT_TOLERANCE);
     }
 
     private void compareKda(String label, KdaResult r, KdaGradients g, KdaResult cr, KdaGradients cg, double outTol,
