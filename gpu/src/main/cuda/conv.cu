@@ -2,7 +2,8 @@
 //   z[t,d] = bias[d] + Σ_{i<W} w[d,i] · x[t−W+1+i, d],  y = silu(z) or z,
 // where positions before a sequence's first token read the per-sequence state [N,D,W] (most recent last) or 0;
 // nothing reads across a boundary. tokSeq [T] holds each token's sequence (−1 for padding), seqStart/seqEnd [N].
-// Token-parallel kernels use grid (ceil(D/128), T) with block 128, so a warp reads 32 consecutive channels.
+// Token-parallel kernels use grid (T, ceil(D/128)) with block 128, so a warp reads 32 consecutive channels (tokens
+// on x: grid.y is limited to 65535, grid.x is not).
 #include "kda_common.cuh"
 
 #define CONV_MAX_W 8
@@ -30,7 +31,7 @@ __device__ __forceinline__ float convPre(const T* x, const float* w, const float
 template <typename T>
 __device__ void convFwd(const T* x, const float* w, const float* bias, const float* state0, const int* tokSeq,
                         const int* seqStart, int D, int W, int silu, T* y) {
-    const int d = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    const int d = blockIdx.y * blockDim.x + threadIdx.x, t = blockIdx.x;
     if (d >= D) {
         return;
     }
@@ -43,11 +44,11 @@ __device__ void convFwd(const T* x, const float* w, const float* bias, const flo
     st(y, (size_t) t * D + d, out);
 }
 
-// Final state [N,D,W]: the last W inputs of ext = [state0 | x of the sequence]. grid (ceil(D/128), N).
+// Final state [N,D,W]: the last W inputs of ext = [state0 | x of the sequence]. grid (N, ceil(D/128)).
 template <typename T>
 __device__ void convFinalState(const T* x, const float* state0, const int* seqStart, const int* seqEnd, int D,
                                int W, float* stateOut) {
-    const int d = blockIdx.x * blockDim.x + threadIdx.x, n = blockIdx.y;
+    const int d = blockIdx.y * blockDim.x + threadIdx.x, n = blockIdx.x;
     if (d >= D) {
         return;
     }
@@ -68,7 +69,7 @@ __device__ void convFinalState(const T* x, const float* state0, const int* seqSt
 template <typename T>
 __device__ void convBwdDz(const T* x, const float* w, const float* bias, const float* state0, const T* dy,
                           const int* tokSeq, const int* seqStart, int D, int W, int silu, float* dz) {
-    const int d = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    const int d = blockIdx.y * blockDim.x + threadIdx.x, t = blockIdx.x;
     if (d >= D) {
         return;
     }
@@ -90,7 +91,7 @@ __device__ void convBwdDz(const T* x, const float* w, const float* bias, const f
 // dx[t] = Σ_i w[i] · dz[t + W−1−i] over outputs inside the same sequence.
 __device__ void convBwdDx(const float* dz, const float* w, const int* tokSeq, const int* seqEnd, int D, int W,
                           float* dx) {
-    const int d = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    const int d = blockIdx.y * blockDim.x + threadIdx.x, t = blockIdx.x;
     if (d >= D) {
         return;
     }
@@ -149,10 +150,10 @@ __device__ void convBwdParams(const T* x, const float* state0, const float* dz, 
 }
 
 // dstate[n,d,j] = Σ_{t=start}^{min(end, start+j)−1} w[d, start+j−1−t] · dz[t,d]; column 0 is always 0.
-// grid (ceil(D/128), N).
+// grid (N, ceil(D/128)).
 __device__ void convBwdState(const float* dz, const float* w, const int* seqStart, const int* seqEnd, int D, int W,
                              float* dstate) {
-    const int d = blockIdx.x * blockDim.x + threadIdx.x, n = blockIdx.y;
+    const int d = blockIdx.y * blockDim.x + threadIdx.x, n = blockIdx.x;
     if (d >= D) {
         return;
     }
@@ -170,7 +171,7 @@ __device__ void convBwdState(const float* dz, const float* w, const int* seqStar
 // the initial state. Runs after conv_bwd_dx and conv_bwd_state; one thread per (sequence, channel), so no races.
 __device__ void convBwdFinalState(const float* dFinal, const int* seqStart, const int* seqEnd, int D, int W,
                                   int hasState, float* dx, float* dstate) {
-    const int d = blockIdx.x * blockDim.x + threadIdx.x, n = blockIdx.y;
+    const int d = blockIdx.y * blockDim.x + threadIdx.x, n = blockIdx.x;
     if (d >= D) {
         return;
     }

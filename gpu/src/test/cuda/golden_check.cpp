@@ -272,16 +272,16 @@ static void runConv(const std::string& name, const File& f, FFwd fwd, FFin fin, 
     std::vector<float> fs((size_t) N * D * W, NAN), dz = scratch((size_t) Tn * D), dx((size_t) Tn * D, NAN);
     std::vector<float> dw((size_t) D * W, NAN), db(D, NAN), ds((size_t) N * D * W, NAN);
     const unsigned gx = (D + 127) / 128;
-    emuLaunch(dim3(gx, Tn), dim3(128), 0, fwd, (const T*) x.data(), (const float*) w.data(), ptr(bias), ptr(s0), (const int*) tokSeq.data(),
+    emuLaunch(dim3(Tn, gx), dim3(128), 0, fwd, (const T*) x.data(), (const float*) w.data(), ptr(bias), ptr(s0), (const int*) tokSeq.data(),
               (const int*) seqStart.data(), D, W, silu, y.data());
-    if (N > 0) emuLaunch(dim3(gx, N), dim3(128), 0, fin, (const T*) x.data(), ptr(s0), (const int*) seqStart.data(), (const int*) seqEnd.data(), D, W, fs.data());
-    emuLaunch(dim3(gx, Tn), dim3(128), 0, fdz, (const T*) x.data(), (const float*) w.data(), ptr(bias), ptr(s0), (const T*) dy.data(),
+    if (N > 0) emuLaunch(dim3(N, gx), dim3(128), 0, fin, (const T*) x.data(), ptr(s0), (const int*) seqStart.data(), (const int*) seqEnd.data(), D, W, fs.data());
+    emuLaunch(dim3(Tn, gx), dim3(128), 0, fdz, (const T*) x.data(), (const float*) w.data(), ptr(bias), ptr(s0), (const T*) dy.data(),
               (const int*) tokSeq.data(), (const int*) seqStart.data(), D, W, silu, dz.data());
-    emuLaunch(dim3(gx, Tn), dim3(128), 0, conv_bwd_dx, (const float*) dz.data(), (const float*) w.data(), (const int*) tokSeq.data(),
+    emuLaunch(dim3(Tn, gx), dim3(128), 0, conv_bwd_dx, (const float*) dz.data(), (const float*) w.data(), (const int*) tokSeq.data(),
               (const int*) seqEnd.data(), D, W, dx.data());
     emuLaunch(dim3(D), dim3(256), 0, fpar, (const T*) x.data(), ptr(s0), (const float*) dz.data(), (const int*) tokSeq.data(),
               (const int*) seqStart.data(), Tn, D, W, dw.data(), bias.empty() ? nullptr : db.data());
-    if (N > 0) emuLaunch(dim3(gx, N), dim3(128), 0, conv_bwd_state, (const float*) dz.data(), (const float*) w.data(), (const int*) seqStart.data(),
+    if (N > 0) emuLaunch(dim3(N, gx), dim3(128), 0, conv_bwd_state, (const float*) dz.data(), (const float*) w.data(), (const int*) seqStart.data(),
                          (const int*) seqEnd.data(), D, W, ds.data());
     const double tolO = useBf16 ? 2e-2 : 1e-5, tolG = useBf16 ? 5e-2 : 1e-4;
     check(name, "y", fromDev(y), f, tolO);

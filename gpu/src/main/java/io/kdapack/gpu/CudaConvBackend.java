@@ -28,9 +28,12 @@ public final class CudaConvBackend implements ShortConvBackend {
     /** Largest W the kernels take ({@code CONV_MAX_W} in conv.cu). */
     public static final int MAX_WIDTH = 8;
 
-    /** Launch geometry of the conv kernels: {@code (ceil(D/128), rows)} blocks of 128 threads. */
+    /**
+     * Launch geometry of the token- and sequence-parallel conv kernels: {@code (rows, ceil(D/128))} blocks of 128
+     * threads; rows (tokens or sequences) go on x, whose limit is 2^31−1 (y stops at 65535).
+     */
     static Launch tokenLaunch(int channels, int rows) {
-        return Launch.of((channels + 127) / 128, rows, 1, 128);
+        return Launch.of(rows, (channels + 127) / 128, 1, 128);
     }
 
     @Override

@@ -72,7 +72,9 @@ class KdaLaunchPlanTest {
 
     @Test
     void convLaunchCoversAllChannels() {
-        assertEquals(new Launch(1, 64, 1, 128, 0), CudaConvBackend.tokenLaunch(32, 64));
-        assertEquals(new Launch(3, 10, 1, 128, 0), CudaConvBackend.tokenLaunch(257, 10));
+        assertEquals(new Launch(64, 1, 1, 128, 0), CudaConvBackend.tokenLaunch(32, 64));
+        assertEquals(new Launch(10, 3, 1, 128, 0), CudaConvBackend.tokenLaunch(257, 10));
+        // A micro-batch of 16 × 8192 packed tokens: beyond grid.y's 65535, fine on x.
+        assertEquals(131072, CudaConvBackend.tokenLaunch(4096, 131072).gridX());
     }
 }
