@@ -14,9 +14,13 @@ import java.util.List;
  */
 public final class CudaConvBackend implements ShortConvBackend {
 
-    private final CudaDevice device;
+    private final DeviceApi device;
 
     public CudaConvBackend(CudaDevice device) {
+        this((DeviceApi) device);
+    }
+
+    CudaConvBackend(DeviceApi device) {
         this.device = device;
     }
 

@@ -53,7 +53,7 @@ import jcuda.driver.JCudaDriver;
  * PTX modules, and a caching memory pool. Every driver call is checked (JCuda exceptions enabled); a failing
  * launch is reported with the kernel's name and geometry.
  */
-public final class CudaDevice implements AutoCloseable {
+public final class CudaDevice implements DeviceApi, AutoCloseable {
 
     /** Largest dynamic shared memory a kernel is allowed ({@link KdaLaunchPlan} needs < 60 KB at K = 128). */
     static final int MAX_DYNAMIC_SHARED = 96 * 1024;
@@ -241,11 +241,8 @@ public final class CudaDevice implements AutoCloseable {
         return f;
     }
 
-    /**
-     * Launches a kernel on the device's stream. Arguments: {@link CUdeviceptr} (null for a null pointer),
-     * {@link Integer} or {@link Float}, in the kernel's parameter order.
-     */
-    void launch(String module, String kernel, Launch launch, Object... args) {
+    @Override
+    public void launch(String module, String kernel, Launch launch, Object... args) {
         CUfunction f = function(module, kernel);
         Pointer[] params = new Pointer[args.length];
         for (int i = 0; i < args.length; i++) {
@@ -270,25 +267,28 @@ public final class CudaDevice implements AutoCloseable {
         }
     }
 
-    DeviceMemoryPool.DeviceBuffer alloc(long bytes) {
+    @Override
+    public DeviceMemoryPool.DeviceBuffer alloc(long bytes) {
         checkThread();
         return pool.acquire(bytes);
     }
 
-    void free(DeviceMemoryPool.DeviceBuffer buffer) {
+    @Override
+    public void free(DeviceMemoryPool.DeviceBuffer buffer) {
         if (buffer != null) {
             pool.release(buffer);
         }
     }
 
-    /** Sets {@code count} 32-bit words to zero. */
-    void zero(DeviceMemoryPool.DeviceBuffer buffer, long words) {
+    @Override
+    public void zero(DeviceMemoryPool.DeviceBuffer buffer, long words) {
         if (words > 0) {
             cuMemsetD32Async(buffer.ptr(), 0, words, stream);
         }
     }
 
-    DeviceMemoryPool.DeviceBuffer upload(float[] values) {
+    @Override
+    public DeviceMemoryPool.DeviceBuffer upload(float[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
         if (values.length > 0) {
             synchronize();
@@ -297,7 +297,8 @@ public final class CudaDevice implements AutoCloseable {
         return b;
     }
 
-    DeviceMemoryPool.DeviceBuffer upload(int[] values) {
+    @Override
+    public DeviceMemoryPool.DeviceBuffer upload(int[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
         if (values.length > 0) {
             synchronize();
@@ -306,7 +307,8 @@ public final class CudaDevice implements AutoCloseable {
         return b;
     }
 
-    DeviceMemoryPool.DeviceBuffer upload(short[] values) {
+    @Override
+    public DeviceMemoryPool.DeviceBuffer upload(short[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(2L * values.length);
         if (values.length > 0) {
             synchronize();
@@ -315,7 +317,8 @@ public final class CudaDevice implements AutoCloseable {
         return b;
     }
 
-    float[] download(DeviceMemoryPool.DeviceBuffer buffer, int count) {
+    @Override
+    public float[] download(DeviceMemoryPool.DeviceBuffer buffer, int count) {
         float[] out = new float[count];
         synchronize();
         if (count > 0) {
@@ -324,7 +327,8 @@ public final class CudaDevice implements AutoCloseable {
         return out;
     }
 
-    short[] downloadShorts(DeviceMemoryPool.DeviceBuffer buffer, int count) {
+    @Override
+    public short[] downloadShorts(DeviceMemoryPool.DeviceBuffer buffer, int count) {
         short[] out = new short[count];
         synchronize();
         if (count > 0) {

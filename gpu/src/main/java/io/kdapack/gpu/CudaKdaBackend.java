@@ -11,9 +11,13 @@ import io.kdapack.gpu.DeviceMemoryPool.DeviceBuffer;
  */
 public final class CudaKdaBackend implements KdaBackend {
 
-    private final CudaDevice device;
+    private final DeviceApi device;
 
     public CudaKdaBackend(CudaDevice device) {
+        this((DeviceApi) device);
+    }
+
+    CudaKdaBackend(DeviceApi device) {
         this.device = device;
     }
 
@@ -59,11 +63,11 @@ public final class CudaKdaBackend implements KdaBackend {
 
     /** Host inputs uploaded as fp32 plus the device op over them; closing frees both. */
     private static final class Upload implements AutoCloseable {
-        private final CudaDevice device;
+        private final DeviceApi device;
         private final KdaDeviceOp.Inputs inputs;
         final KdaDeviceOp op;
 
-        Upload(CudaDevice device, KdaInputs in, KdaOptions options) {
+        Upload(DeviceApi device, KdaInputs in, KdaOptions options) {
             this.device = device;
             ChunkTable table = ChunkTable.of(in.segments());
             KdaLaunchPlan plan = KdaLaunchPlan.of(table, in.tokens(), in.heads(), in.valueHeads(), in.keyDim(),

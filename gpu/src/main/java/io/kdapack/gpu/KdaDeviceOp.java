@@ -30,7 +30,7 @@ final class KdaDeviceOp implements AutoCloseable {
                   DeviceBuffer aLog, DeviceBuffer dtBias, DeviceBuffer h0) {
     }
 
-    private final CudaDevice dev;
+    private final DeviceApi dev;
     final KdaLaunchPlan plan;
     private final KdaOptions options;
     private final DType dtype;
@@ -55,7 +55,7 @@ final class KdaDeviceOp implements AutoCloseable {
     final DeviceBuffer ht;
     private Gradients gradients;
 
-    KdaDeviceOp(CudaDevice dev, ChunkTable table, KdaLaunchPlan plan, KdaOptions options, DType dtype, Inputs in) {
+    KdaDeviceOp(DeviceApi dev, ChunkTable table, KdaLaunchPlan plan, KdaOptions options, DType dtype, Inputs in) {
         this.dev = dev;
         this.plan = plan;
         this.options = options;

@@ -54,6 +54,28 @@ public final class PtxResources {
         }
     }
 
+    /**
+     * Parameter types of kernel {@code entry} ({@code "u64"} for pointers, {@code "u32"}, {@code "f32"}, …) and its
+     * {@code .maxntid} (threads per block it was compiled for, 0 when not declared).
+     */
+    public static Signature signature(String ptx, String entry) {
+        Matcher m = Pattern.compile("\\.visible\\s+\\.entry\\s+" + Pattern.quote(entry) + "\\s*\\(([^)]*)\\)"
+                + "\\s*(?:\\.maxntid\\s+(\\d+))?").matcher(ptx);
+        if (!m.find()) {
+            throw new IllegalArgumentException("PTX declares no kernel '" + entry + "'");
+        }
+        List<String> types = new ArrayList<>();
+        Matcher p = Pattern.compile("\\.param\\s+\\.(\\w+)").matcher(m.group(1));
+        while (p.find()) {
+            types.add(p.group(1));
+        }
+        return new Signature(types, m.group(2) == null ? 0 : Integer.parseInt(m.group(2)));
+    }
+
+    /** A kernel's parameter types and declared threads per block. */
+    public record Signature(List<String> parameterTypes, int maxThreads) {
+    }
+
     /** Names of the kernels ({@code .visible .entry}) a PTX text declares, in order. */
     public static List<String> entryPoints(String ptx) {
         List<String> names = new ArrayList<>();
