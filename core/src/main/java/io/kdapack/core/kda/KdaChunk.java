@@ -108,8 +108,8 @@ final class KdaChunk {
         prepare(s, first, len, state);
         if (o != null) {
             // O = Qg S + Aqk V' (Aqk is zero above the diagonal)
-            Gemm.sgemm(false, false, len, vd, kd, 1f, qg, 0, kd, state, 0, vd, 1f, o, first * vd, vd);
-            Gemm.sgemm(false, false, len, vd, len, 1f, aQK, 0, SIZE, vNew, 0, vd, 1f, o, first * vd, vd);
+            ChunkMath.matmul(false, len, vd, kd, 1f, qg, 0, kd, state, 0, vd, 1f, o, first * vd, vd);
+            ChunkMath.matmul(false, len, vd, len, 1f, aQK, 0, SIZE, vNew, 0, vd, 1f, o, first * vd, vd);
         }
         // S ← diag(e) S + Kdᵀ V'
         for (int i = 0; i < kd; i++) {
@@ -118,7 +118,7 @@ final class KdaChunk {
                 state[i * vd + j] *= decay;
             }
         }
-        Gemm.sgemm(true, false, kd, vd, len, 1f, kDecayed, 0, kd, vNew, 0, vd, 1f, state, 0, vd);
+        ChunkMath.matmul(true, kd, vd, len, 1f, kDecayed, 0, kd, vNew, 0, vd, 1f, state, 0, vd);
     }
 
     /**
@@ -131,7 +131,7 @@ final class KdaChunk {
         prepare(s, first, len, s0);
         int dOff = first * vd;
         // Through S1 = diag(e) S0 + Kdᵀ V'.
-        Gemm.sgemm(false, false, len, vd, kd, 1f, kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
+        ChunkMath.matmul(false, len, vd, kd, 1f, kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
         Gemm.sgemm(false, true, len, kd, vd, 1f, vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd);
         int lastRow = (len - 1) * kd;
         Arrays.fill(dGamma, 0, len * kd, 0f);
@@ -143,16 +143,16 @@ final class KdaChunk {
         }
         // Through O = Qg S0 + Aqk V'.
         Gemm.sgemm(false, true, len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd);
-        Gemm.sgemm(true, false, kd, vd, len, 1f, qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
+        ChunkMath.matmul(true, kd, vd, len, 1f, qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
         // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
         Gemm.sgemm(false, true, len, len, vd, 1f, dO, dOff, vd, vNew, 0, vd, 0f, dAQK, 0, SIZE);
-        Gemm.sgemm(true, false, len, vd, len, 1f, aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
+        ChunkMath.matmul(true, len, vd, len, 1f, aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through V' = U − W S0.
         Gemm.sgemm(false, true, len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd);
-        Gemm.sgemm(true, false, kd, vd, len, -1f, w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
+        ChunkMath.matmul(true, kd, vd, len, -1f, w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
-        Gemm.sgemm(true, false, len, vd, len, 1f, inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
-        Gemm.sgemm(true, false, len, kd, len, 1f, inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
+        ChunkMath.matmul(true, len, vd, len, 1f, inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
+        ChunkMath.matmul(true, len, kd, len, 1f, inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
         // dA (only c < r is read).
         Gemm.sgemm(false, true, len, len, vd, -1f, dVb, 0, vd, u, 0, vd, 0f, dA, 0, SIZE);
         Gemm.sgemm(false, true, len, len, kd, -1f, dKb, 0, kd, w, 0, kd, 1f, dA, 0, SIZE);
@@ -221,10 +221,10 @@ final class KdaChunk {
                 vb[r * vd + j] = beta * s.v()[(first + r) * vd + j];
             }
         }
-        Gemm.sgemm(false, false, len, kd, len, 1f, inverse, 0, SIZE, kb, 0, kd, 0f, w, 0, kd);
-        Gemm.sgemm(false, false, len, vd, len, 1f, inverse, 0, SIZE, vb, 0, vd, 0f, u, 0, vd);
+        ChunkMath.matmul(false, len, kd, len, 1f, inverse, 0, SIZE, kb, 0, kd, 0f, w, 0, kd);
+        ChunkMath.matmul(false, len, vd, len, 1f, inverse, 0, SIZE, vb, 0, vd, 0f, u, 0, vd);
         System.arraycopy(u, 0, vNew, 0, len * vd);
-        Gemm.sgemm(false, false, len, vd, kd, -1f, w, 0, kd, state, 0, vd, 1f, vNew, 0, vd);
+        ChunkMath.matmul(false, len, vd, kd, -1f, w, 0, kd, state, 0, vd, 1f, vNew, 0, vd);
     }
 
     /** Backward of {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Γ_last − Γ)}. */

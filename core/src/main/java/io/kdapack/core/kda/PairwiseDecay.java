@@ -83,10 +83,10 @@ final class PairwiseDecay {
             if (a > 0) {
                 anchorFactors(q, k, g, first, a, b);
                 // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (columns before it).
-                Gemm.sgemm(false, false, b, kd, a, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
-                Gemm.sgemm(false, false, b, kd, a, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
-                Gemm.sgemm(true, false, a, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
-                Gemm.sgemm(true, false, a, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
+                ChunkMath.matmul(false, b, kd, a, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
+                ChunkMath.matmul(false, b, kd, a, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
+                ChunkMath.matmul(true, a, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
+                ChunkMath.matmul(true, a, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
                 for (int r = 0; r < b; r++) {
                     int row = (first + a + r) * kd;
                     for (int i = 0; i < kd; i++) {
