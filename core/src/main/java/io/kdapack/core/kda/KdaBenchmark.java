@@ -9,7 +9,7 @@ import java.util.Random;
 /**
  * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
  * random-length documents, the same tokens as one document, and the recurrent reference, each timed as the
- * median of several runs after warm-up runs.
+ * median of several runs after warm-up runs; the chunked measurements alternate run by run.
  *
  * <p>Flop count ({@link #chunkedFlops}): per chunk of {@code L} tokens and per value head, the operations the
  * chunked algorithm performs, a multiply-add counting 2, an addition or multiplication 1, an exponential 1
@@ -60,12 +60,13 @@ public final class KdaBenchmark {
         KdaChunked chunked = new KdaChunked(c.threads());
         KdaRecurrent recurrent = new KdaRecurrent(c.threads());
 
-        double fwdPacked = median(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked));
-        double[] fwdBwd = interleavedMedians(c.warmUp(), c.repeats(), () -> packedProblem.forwardBackward(chunked),
-                () -> singleProblem.forwardBackward(chunked));
-        double fwdBwdPacked = fwdBwd[0];
-        double fwdBwdSingle = fwdBwd[1];
-        double fwdBwdRecurrent = median(1, Math.min(3, c.repeats()), () -> packedProblem.forwardBackward(recurrent));
+        double[] chunkedTimes = interleavedMedians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
+                () -> packedProblem.forwardBackward(chunked), () -> singleProblem.forwardBackward(chunked));
+        double fwdPacked = chunkedTimes[0];
+        double fwdBwdPacked = chunkedTimes[1];
+        double fwdBwdSingle = chunkedTimes[2];
+        double fwdBwdRecurrent = interleavedMedians(1, Math.min(3, c.repeats()),
+                () -> packedProblem.forwardBackward(recurrent))[0];
         double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim());
         double matmul = Gemm.measureGflops(c.threads());
 
@@ -119,10 +120,6 @@ public final class KdaBenchmark {
         System.arraycopy(cuts, 0, cu, 1, cuts.length);
         cu[docs] = tokens;
         return cu;
-    }
-
-    private static double median(int warmUp, int repeats, Runnable action) {
-        return interleavedMedians(warmUp, repeats, action)[0];
     }
 
     /**
