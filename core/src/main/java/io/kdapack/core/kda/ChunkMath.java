@@ -217,6 +217,20 @@ final class ChunkMath {
         store(c31, alpha, beta, c, cOff + 3 * ldc + LANES);
     }
 
+    /**
+     * {@code C[m×n] = alpha · A · Bᵀ + beta · C} with B stored {@code [n×k]}: B is transposed into
+     * {@code scratch} (at least {@code k·n} floats) and multiplied by {@link #matmul}.
+     */
+    static void matmulTransB(int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b, int bOff,
+                             int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
+        for (int j = 0; j < n; j++) {
+            for (int p = 0; p < k; p++) {
+                scratch[p * n + j] = b[bOff + j * ldb + p];
+            }
+        }
+        matmul(false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
+    }
+
     /** {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values). */
     private static void store(FloatVector acc, float alpha, float beta, float[] c, int at) {
         FloatVector scaled = acc.mul(alpha);

@@ -5,7 +5,6 @@ import static io.kdapack.core.kda.ChunkMath.dot;
 import static io.kdapack.core.kda.ChunkMath.multiply;
 import static io.kdapack.core.kda.ChunkMath.multiplyAdd;
 
-import io.kdapack.core.linalg.Gemm;
 import java.util.Arrays;
 
 /**
@@ -23,7 +22,9 @@ import java.util.Arrays;
  * Every exponent is a sum of gates ({@code ≤ 0}) formed before {@code exp}: prefix sums for
  * {@code exp(Γ)}, suffix sums for {@code exp(Γ_last − Γ)}, sums between rows for the pairwise factors
  * ({@link PairwiseDecay}), so no difference of two large cumsums ever cancels and gates of −1000 give exact
- * zeros rather than overflow. The {@code L×K×V}-shaped products go through {@link Gemm}.
+ * zeros rather than overflow. The products are register-tiled Vector API kernels ({@link ChunkMath#matmul})
+ * on the chunk's small, cache-resident blocks, where packing for a general GEMM would cost as much as the
+ * product.
  */
 final class KdaChunk {
 
@@ -60,6 +61,7 @@ final class KdaChunk {
     private final float[] inverse;
     private final float[] kb;
     private final float[] vb;
+    private final float[] transposed;
     private final double[] suffixSum;
 
     KdaChunk(int keyDim, int valueDim) {
@@ -92,6 +94,7 @@ final class KdaChunk {
         inverse = new float[SIZE * SIZE];
         kb = new float[SIZE * kd];
         vb = new float[SIZE * vd];
+        transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
         suffixSum = new double[kd];
     }
 
@@ -132,7 +135,7 @@ final class KdaChunk {
         int dOff = first * vd;
         // Through S1 = diag(e) S0 + Kdᵀ V'.
         ChunkMath.matmul(false, len, vd, kd, 1f, kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
-        Gemm.sgemm(false, true, len, kd, vd, 1f, vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd);
+        ChunkMath.matmulTransB(len, kd, vd, 1f, vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd, transposed);
         int lastRow = (len - 1) * kd;
         Arrays.fill(dGamma, 0, len * kd, 0f);
         for (int i = 0; i < kd; i++) {
@@ -142,20 +145,20 @@ final class KdaChunk {
             }
         }
         // Through O = Qg S0 + Aqk V'.
-        Gemm.sgemm(false, true, len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd);
+        ChunkMath.matmulTransB(len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd, transposed);
         ChunkMath.matmul(true, kd, vd, len, 1f, qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
         // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
-        Gemm.sgemm(false, true, len, len, vd, 1f, dO, dOff, vd, vNew, 0, vd, 0f, dAQK, 0, SIZE);
+        ChunkMath.matmulTransB(len, len, vd, 1f, dO, dOff, vd, vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
         ChunkMath.matmul(true, len, vd, len, 1f, aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through V' = U − W S0.
-        Gemm.sgemm(false, true, len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd);
+        ChunkMath.matmulTransB(len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd, transposed);
         ChunkMath.matmul(true, kd, vd, len, -1f, w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
         ChunkMath.matmul(true, len, vd, len, 1f, inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
         ChunkMath.matmul(true, len, kd, len, 1f, inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
         // dA (only c < r is read).
-        Gemm.sgemm(false, true, len, len, vd, -1f, dVb, 0, vd, u, 0, vd, 0f, dA, 0, SIZE);
-        Gemm.sgemm(false, true, len, len, kd, -1f, dKb, 0, kd, w, 0, kd, 1f, dA, 0, SIZE);
+        ChunkMath.matmulTransB(len, len, vd, -1f, dVb, 0, vd, u, 0, vd, 0f, dA, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(len, len, kd, -1f, dKb, 0, kd, w, 0, kd, 1f, dA, 0, SIZE, transposed);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             float dBeta = dot(vd, s.v(), (first + r) * vd, dVb, r * vd) + dot(kd, kg, r * kd, dKb, r * kd);
