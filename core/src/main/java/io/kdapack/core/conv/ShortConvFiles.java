@@ -4,6 +4,7 @@ import io.kdapack.core.io.DType;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.io.Tensor;
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.kda.Varlen;
 import java.util.Arrays;
 
 /**
@@ -37,7 +38,7 @@ public final class ShortConvFiles {
             throw new IllegalArgumentException("tensor 'cu_seqlens' must be an I32 or I64 vector [N+1], got "
                     + cu.dtype() + " " + Arrays.toString(cu.shape()));
         }
-        Segments segments = segmentsFromCuSeqlens(cu.toIntArray(), tokens);
+        Segments segments = Varlen.fromCuSeqlens(cu.toIntArray(), tokens);
         float[] bias = file.has("bias") ? shaped(file, "bias", channels).toFloatArray() : null;
         float[] initial = file.has("initial_state")
                 ? shaped(file, "initial_state", segments.count(), channels, width).toFloatArray() : null;
@@ -72,32 +73,6 @@ public final class ShortConvFiles {
             b.put(Tensor.ofFloats("dinitial_state", grads.dinitialState(), dtype, n, d, w));
         }
         return b.build();
-    }
-
-    /**
-     * Sequences from {@code cu_seqlens [N+1]}: {@code 0 = c_0 ≤ c_1 ≤ … ≤ c_N = T}; equal neighbours are
-     * zero-length sequences.
-     */
-    public static Segments segmentsFromCuSeqlens(int[] cuSeqlens, int tokens) {
-        if (cuSeqlens.length < 1) {
-            throw new IllegalArgumentException("cu_seqlens must have at least one entry, got []");
-        }
-        if (cuSeqlens[0] != 0 || cuSeqlens[cuSeqlens.length - 1] != tokens) {
-            throw new IllegalArgumentException("cu_seqlens must start at 0 and end at T = " + tokens + ", got "
-                    + Arrays.toString(cuSeqlens));
-        }
-        int count = cuSeqlens.length - 1;
-        int[] starts = new int[count];
-        int[] ends = new int[count];
-        for (int i = 0; i < count; i++) {
-            if (cuSeqlens[i + 1] < cuSeqlens[i]) {
-                throw new IllegalArgumentException("cu_seqlens must be non-decreasing, got " + cuSeqlens[i] + " then "
-                        + cuSeqlens[i + 1] + " at index " + (i + 1));
-            }
-            starts[i] = cuSeqlens[i];
-            ends[i] = cuSeqlens[i + 1];
-        }
-        return new Segments(tokens, starts, ends);
     }
 
     /** The float tensor {@code name}, which must have exactly {@code shape}. */

@@ -32,7 +32,6 @@ public record ShortConvInputs(Segments segments, int channels, int width, float[
         if (width < 1) {
             throw new IllegalArgumentException("width W must be >= 1, got " + width);
         }
-        checkSegments(segments);
         int t = segments.tokens();
         checkLength("x", x, (long) t * channels, "[T,D] = [" + t + "," + channels + "]");
         checkLength("weight", weight, (long) channels * width, "[D,W] = [" + channels + "," + width + "]");
@@ -54,25 +53,6 @@ public record ShortConvInputs(Segments segments, int channels, int width, float[
     /** Number of sequences N. */
     public int sequences() {
         return segments.count();
-    }
-
-    private static void checkSegments(Segments s) {
-        if (s.tokens() < 0) {
-            throw new IllegalArgumentException("segments.tokens must be >= 0, got " + s.tokens());
-        }
-        if (s.starts() == null || s.ends() == null || s.starts().length != s.ends().length) {
-            throw new IllegalArgumentException("segments.starts and segments.ends must have equal lengths");
-        }
-        int previousEnd = 0;
-        for (int n = 0; n < s.count(); n++) {
-            int start = s.start(n);
-            int end = s.end(n);
-            if (start < previousEnd || end < start || end > s.tokens()) {
-                throw new IllegalArgumentException("segment " + n + " = [" + start + "," + end + ") must satisfy "
-                        + previousEnd + " <= start <= end <= T = " + s.tokens());
-            }
-            previousEnd = end;
-        }
     }
 
     static void checkLength(String name, float[] values, long expected, String shape) {

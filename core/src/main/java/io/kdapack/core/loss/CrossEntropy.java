@@ -7,8 +7,8 @@ package io.kdapack.core.loss;
  * so the result is the float64 cross-entropy of the fp32 logits (Megatron's fp32 arithmetic differs from it by
  * about 4e-8 relative).
  *
- * <p>Rows are independent: callers that want parallelism split {@code T} into ranges and call once per range
- * on array slices of their own.
+ * <p>Rows are independent: callers that want parallelism split {@code T} into ranges and call the range
+ * overloads once per range; every token's result is the same whatever the split.
  */
 public final class CrossEntropy {
 
@@ -33,9 +33,20 @@ public final class CrossEntropy {
      */
     public static Result forward(float[] logits, int[] labels, int vocab) {
         int tokens = checkShapes(logits, labels, vocab);
-        double[] loss = new double[tokens];
-        double[] logSumExp = new double[tokens];
-        for (int t = 0; t < tokens; t++) {
+        Result result = new Result(new double[tokens], new double[tokens]);
+        forward(logits, labels, vocab, 0, tokens, result);
+        return result;
+    }
+
+    /**
+     * Per-token cross-entropy of tokens {@code [from, to)} only, written into {@code out} at the same indices.
+     * Disjoint ranges may run on different threads; the results do not depend on the split.
+     */
+    public static void forward(float[] logits, int[] labels, int vocab, int from, int to, Result out) {
+        checkRange(checkShapes(logits, labels, vocab), from, to);
+        requireLength("loss", out.loss().length, labels.length);
+        requireLength("logSumExp", out.logSumExp().length, labels.length);
+        for (int t = from; t < to; t++) {
             int row = t * vocab;
             float max = Float.NEGATIVE_INFINITY;
             for (int v = 0; v < vocab; v++) {
@@ -49,10 +60,9 @@ public final class CrossEntropy {
                 sum += Math.exp((double) logits[row + v] - max);
             }
             double lse = Math.log(sum) + max;
-            logSumExp[t] = lse;
-            loss[t] = lse - logits[row + labels[t]];
+            out.logSumExp()[t] = lse;
+            out.loss()[t] = lse - logits[row + labels[t]];
         }
-        return new Result(loss, logSumExp);
     }
 
     /**
@@ -68,11 +78,18 @@ public final class CrossEntropy {
      */
     public static void backward(float[] logits, int[] labels, int vocab, double[] logSumExp, double[] tokenWeights,
                                 float[] gradLogits) {
+        backward(logits, labels, vocab, logSumExp, tokenWeights, gradLogits, 0, labels.length);
+    }
+
+    /** {@link #backward(float[], int[], int, double[], double[], float[])} for the rows of tokens {@code [from, to)} only. */
+    public static void backward(float[] logits, int[] labels, int vocab, double[] logSumExp, double[] tokenWeights,
+                                float[] gradLogits, int from, int to) {
         int tokens = checkShapes(logits, labels, vocab);
+        checkRange(tokens, from, to);
         requireLength("logSumExp", logSumExp.length, tokens);
         requireLength("tokenWeights", tokenWeights.length, tokens);
         requireLength("gradLogits", gradLogits.length, logits.length);
-        for (int t = 0; t < tokens; t++) {
+        for (int t = from; t < to; t++) {
             int row = t * vocab;
             double weight = tokenWeights[t];
             if (weight == 0) {
@@ -103,6 +120,12 @@ public final class CrossEntropy {
             }
         }
         return labels.length;
+    }
+
+    private static void checkRange(int tokens, int from, int to) {
+        if (from < 0 || to < from || to > tokens) {
+            throw new IllegalArgumentException("token range [" + from + ", " + to + ") outside [0, " + tokens + ")");
+        }
     }
 
     private static void requireLength(String name, int actual, int expected) {

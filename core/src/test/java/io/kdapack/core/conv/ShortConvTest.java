@@ -176,16 +176,11 @@ class ShortConvTest {
                 () -> new ShortConvInputs(two, 2, 4, x, w, new float[3], null, Activation.SILU));
         assertMessage("initialState has 8 values, expected 16 for shape [N,D,W] = [2,2,4]",
                 () -> new ShortConvInputs(two, 2, 4, x, w, null, new float[8], Activation.SILU));
-        assertMessage("segment 1 = [1,5) must satisfy 2 <= start <= end <= T = 5",
-                () -> new ShortConvInputs(new Segments(5, new int[] {0, 1}, new int[] {2, 5}), 2, 4, x, w, null, null,
-                        Activation.SILU));
+        assertMessage("segment 1 = [1, 5) must satisfy 2 <= start <= end <= tokens = 5",
+                () -> new Segments(5, new int[] {0, 1}, new int[] {2, 5}));
         ShortConvInputs ok = new ShortConvInputs(two, 2, 4, x, w, null, null, Activation.SILU);
         assertMessage("dy has 4 values, expected 10 for shape [T,D] = [5,2]",
                 () -> ShortConv.backward(ok, new float[4], null));
-        assertMessage("cu_seqlens must be non-decreasing, got 3 then 2 at index 2",
-                () -> ShortConvFiles.segmentsFromCuSeqlens(new int[] {0, 3, 2, 5}, 5));
-        assertMessage("cu_seqlens must start at 0 and end at T = 6, got [0, 3, 5]",
-                () -> ShortConvFiles.segmentsFromCuSeqlens(new int[] {0, 3, 5}, 6));
         assertMessage("activation must be \"silu\" or \"none\", got \"relu\"", () -> Activation.parse("relu"));
     }
 

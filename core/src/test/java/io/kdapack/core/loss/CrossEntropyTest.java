@@ -1,5 +1,6 @@
 package io.kdapack.core.loss;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -70,6 +71,32 @@ class CrossEntropyTest {
                 new double[] {1}, grad);
         assertEquals(0, grad[0] + grad[1] + grad[2] + grad[3], 1e-6);
         assertTrue(grad[2] < 0);
+    }
+
+    @Test
+    void rangesGiveTheSameBitsAsTheWhole() {
+        int tokens = 7;
+        int vocab = 5;
+        Random random = new Random(3);
+        float[] logits = new float[tokens * vocab];
+        for (int i = 0; i < logits.length; i++) {
+            logits[i] = (float) random.nextGaussian();
+        }
+        int[] labels = {4, 0, 1, 2, 3, 4, 0};
+        double[] weights = {1, 2, 3, 0, 5, 6, 7};
+        CrossEntropy.Result whole = CrossEntropy.forward(logits, labels, vocab);
+        float[] wholeGrad = new float[logits.length];
+        CrossEntropy.backward(logits, labels, vocab, whole.logSumExp(), weights, wholeGrad);
+
+        CrossEntropy.Result parts = new CrossEntropy.Result(new double[tokens], new double[tokens]);
+        float[] partGrad = new float[logits.length];
+        for (int[] range : new int[][] {{0, 3}, {3, 3}, {3, 7}}) {
+            CrossEntropy.forward(logits, labels, vocab, range[0], range[1], parts);
+            CrossEntropy.backward(logits, labels, vocab, parts.logSumExp(), weights, partGrad, range[0], range[1]);
+        }
+        assertArrayEquals(whole.loss(), parts.loss());
+        assertArrayEquals(wholeGrad, partGrad);
+        assertThrows(IllegalArgumentException.class, () -> CrossEntropy.forward(logits, labels, vocab, 5, 8, parts));
     }
 
     @Test

@@ -1,4 +1,4 @@
-package io.kdapack.api.kda;
+package io.kdapack.api.cli.kda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

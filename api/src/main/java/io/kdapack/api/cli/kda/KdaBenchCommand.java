@@ -1,4 +1,4 @@
-package io.kdapack.api.kda;
+package io.kdapack.api.cli.kda;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kdapack.core.kda.KdaBenchmark;

@@ -1,4 +1,4 @@
-package io.kdapack.api.kda;
+package io.kdapack.api.cli.kda;
 
 import io.kdapack.core.io.DType;
 import io.kdapack.core.io.SafeTensors;
