@@ -291,8 +291,7 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     public DeviceMemoryPool.DeviceBuffer upload(float[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
         if (values.length > 0) {
-            synchronize();
-            cuMemcpyHtoD(b.ptr(), Pointer.to(values), 4L * values.length);
+            copyIn(b, Pointer.to(values), 4L * values.length);
         }
         return b;
     }
@@ -301,8 +300,7 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     public DeviceMemoryPool.DeviceBuffer upload(int[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
         if (values.length > 0) {
-            synchronize();
-            cuMemcpyHtoD(b.ptr(), Pointer.to(values), 4L * values.length);
+            copyIn(b, Pointer.to(values), 4L * values.length);
         }
         return b;
     }
@@ -311,10 +309,21 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     public DeviceMemoryPool.DeviceBuffer upload(short[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(2L * values.length);
         if (values.length > 0) {
-            synchronize();
-            cuMemcpyHtoD(b.ptr(), Pointer.to(values), 2L * values.length);
+            copyIn(b, Pointer.to(values), 2L * values.length);
         }
         return b;
+    }
+
+    /**
+     * Synchronous copy from a Java array. Our stream is non-blocking, so it does not wait for the legacy stream
+     * that cuMemcpyHtoD uses, and from pageable memory that call may return before the DMA has landed: the context
+     * synchronise makes the data visible to every later launch. (Async copies from Java arrays are unsafe: JCuda
+     * releases the array when the call returns.)
+     */
+    private void copyIn(DeviceMemoryPool.DeviceBuffer b, Pointer host, long bytes) {
+        synchronize();
+        cuMemcpyHtoD(b.ptr(), host, bytes);
+        cuCtxSynchronize();
     }
 
     @Override
