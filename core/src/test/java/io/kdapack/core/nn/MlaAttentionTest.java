@@ -16,18 +16,18 @@ import org.junit.jupiter.api.Test;
 class MlaAttentionTest {
     private static final int HIDDEN = 8;
 
-    private static MlaConfig config(Integer qLoraRank) {
-        return new MlaConfig(HIDDEN, 2, qLoraRank, 5, 3, 4, 3, 10000, 1e-6f);
+    private static MlaShape shape(Integer qLoraRank) {
+        return new MlaShape(HIDDEN, 2, qLoraRank, 5, 3, 4, 3, 10000, 1e-6f);
     }
 
     private static MlaAttention randomLayer(Integer qLoraRank, long seed) {
-        MlaAttention mla = new MlaAttention("self_attn", config(qLoraRank));
+        MlaAttention mla = new MlaAttention("self_attn", shape(qLoraRank));
         Random random = new Random(seed);
         for (Parameter p : mla.parameters()) {
             // Norm weights around 1, projections small enough that the softmax is not saturated.
             if (p.name().endsWith("layernorm.weight")) {
                 for (int i = 0; i < p.size(); i++) {
-                    p.value()[i] = 1f + (float) (0.2 * random.nextGaussian());
+                    p.values()[i] = 1f + (float) (0.2 * random.nextGaussian());
                 }
             } else {
                 p.initNormal(random, 0.4);
@@ -64,7 +64,7 @@ class MlaAttentionTest {
             DoubleSupplier loss = () -> GradCheck.dot(mla.forward(x, segments, positions).output(), dy);
             GradCheck.assertGradient("dx (q_lora_rank " + qLoraRank + ")", dx, x, loss);
             for (Parameter p : mla.parameters()) {
-                GradCheck.assertGradient(p.name() + " (q_lora_rank " + qLoraRank + ")", p.grad(), p.value(), loss);
+                GradCheck.assertGradient(p.name() + " (q_lora_rank " + qLoraRank + ")", p.grads(), p.values(), loss);
             }
         }
     }
@@ -109,13 +109,13 @@ class MlaAttentionTest {
                     gradSum[i] = new float[params.get(i).size()];
                 }
                 for (int j = 0; j < gradSum[i].length; j++) {
-                    gradSum[i][j] += params.get(i).grad()[j];
+                    gradSum[i][j] += params.get(i).grads()[j];
                 }
             }
         }
         List<Parameter> params = packedLayer.parameters();
         for (int i = 0; i < params.size(); i++) {
-            assertClose(params.get(i).name(), params.get(i).grad(), gradSum[i], 1e-5);
+            assertClose(params.get(i).name(), params.get(i).grads(), gradSum[i], 1e-5);
         }
         for (int t : new int[] {0, 6, 7}) {
             for (int j = 0; j < HIDDEN; j++) {
@@ -147,6 +147,17 @@ class MlaAttentionTest {
     }
 
     @Test
+    void shapeComesFromTheModelConfiguration() {
+        io.kdapack.config.ModelConfig model = io.kdapack.config.ModelConfig.defaults();
+        MlaShape shape = MlaShape.of(model);
+        assertEquals(model.hiddenSize(), shape.hidden());
+        assertEquals(model.mla().numHeads(), shape.heads());
+        assertEquals(model.mla().qLoraRank(), shape.qLoraRank());
+        assertEquals(model.mla().qkNopeHeadDim() + model.mla().qkRopeHeadDim(), shape.qkHeadDim());
+        assertEquals(1e-6f, shape.latentNormEps());
+    }
+
+    @Test
     void rejectsBadArguments() {
         MlaAttention mla = randomLayer(null, 1);
         Segments segments = new Segments(2, new int[] {0}, new int[] {2});
@@ -156,7 +167,7 @@ class MlaAttentionTest {
                 assertThrows(IllegalArgumentException.class,
                         () -> mla.forward(new float[HIDDEN], segments, new int[] {0, 1})).getMessage());
         assertEquals("qk_rope_head_dim must be even and >= 2, got 3", assertThrows(IllegalArgumentException.class,
-                () -> new MlaConfig(8, 2, null, 5, 3, 3, 3, 10000, 1e-6f)).getMessage());
+                () -> new MlaShape(8, 2, null, 5, 3, 3, 3, 10000, 1e-6f)).getMessage());
     }
 
     /** Output, dx and every parameter gradient, computed inside {@code pool}. */
@@ -171,7 +182,7 @@ class MlaAttentionTest {
                 float[] dx = mla.backward(saved, dy);
                 List<float[]> results = new java.util.ArrayList<>(List.of(saved.output(), dx));
                 for (Parameter p : mla.parameters()) {
-                    results.add(p.grad().clone());
+                    results.add(p.grads().clone());
                 }
                 return results.toArray(new float[0][]);
             }).get();
