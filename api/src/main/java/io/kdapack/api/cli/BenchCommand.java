@@ -1,10 +1,11 @@
 package io.kdapack.api.cli;
 
+import io.kdapack.api.cli.data.BenchDataCommand;
 import picocli.CommandLine.Command;
 
 /** {@code kdapack bench …}: throughput figures as one JSON object. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure throughput; prints one JSON object.",
-        subcommands = {})
+        subcommands = {BenchDataCommand.class})
 final class BenchCommand {
 }

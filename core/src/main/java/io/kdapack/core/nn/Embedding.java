@@ -37,7 +37,7 @@ public final class Embedding implements Layer {
         }
         float[] out = new float[tokens.length * dim];
         for (int t = 0; t < tokens.length; t++) {
-            System.arraycopy(weight.value(), tokens[t] * dim, out, t * dim, dim);
+            System.arraycopy(weight.values(), tokens[t] * dim, out, t * dim, dim);
         }
         return out;
     }
@@ -45,7 +45,7 @@ public final class Embedding implements Layer {
     /** Adds {@code dOut [T,d]} into the gradient rows of the tokens, in token order (deterministic). */
     public void backward(int[] tokens, float[] dOut) {
         Shapes.check(weight.name() + " output gradient", dOut, tokens.length, dim);
-        float[] grad = weight.grad();
+        float[] grad = weight.grads();
         for (int t = 0; t < tokens.length; t++) {
             int row = tokens[t] * dim;
             for (int j = 0; j < dim; j++) {

@@ -53,13 +53,13 @@ public final class Linear implements Layer {
     public Saved forward(float[] x, int tokens) {
         Shapes.check(weight.name() + " input", x, tokens, inFeatures);
         float[] y = new float[tokens * outFeatures];
-        Parallel.gemm(false, true, tokens, outFeatures, inFeatures, 1f, x, 0, inFeatures, weight.value(), 0, inFeatures,
+        Parallel.gemm(false, true, tokens, outFeatures, inFeatures, 1f, x, 0, inFeatures, weight.values(), 0, inFeatures,
                 0f, y, 0, outFeatures);
         if (bias != null) {
             Parallel.forBlocks(tokens, 64, (from, to) -> {
                 for (int t = from; t < to; t++) {
                     for (int o = 0; o < outFeatures; o++) {
-                        y[t * outFeatures + o] += bias.value()[o];
+                        y[t * outFeatures + o] += bias.values()[o];
                     }
                 }
             });
@@ -72,10 +72,10 @@ public final class Linear implements Layer {
         int tokens = saved.tokens();
         Shapes.check(weight.name() + " output gradient", dy, tokens, outFeatures);
         float[] dx = new float[tokens * inFeatures];
-        Parallel.gemm(false, false, tokens, inFeatures, outFeatures, 1f, dy, 0, outFeatures, weight.value(), 0,
+        Parallel.gemm(false, false, tokens, inFeatures, outFeatures, 1f, dy, 0, outFeatures, weight.values(), 0,
                 inFeatures, 0f, dx, 0, inFeatures);
         Parallel.gemm(true, false, outFeatures, inFeatures, tokens, 1f, dy, 0, outFeatures, saved.input(), 0, inFeatures,
-                1f, weight.grad(), 0, inFeatures);
+                1f, weight.grads(), 0, inFeatures);
         if (bias != null) {
             Parallel.forBlocks(outFeatures, 64, (from, to) -> {
                 for (int o = from; o < to; o++) {
@@ -83,7 +83,7 @@ public final class Linear implements Layer {
                     for (int t = 0; t < tokens; t++) {
                         sum += dy[t * outFeatures + o];
                     }
-                    bias.grad()[o] += sum;
+                    bias.grads()[o] += sum;
                 }
             });
         }

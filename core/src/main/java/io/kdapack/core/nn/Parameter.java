@@ -1,5 +1,6 @@
 package io.kdapack.core.nn;
 
+import io.kdapack.core.optim.NamedParameter;
 import java.util.Arrays;
 import java.util.Random;
 
@@ -9,10 +10,10 @@ import java.util.Random;
  *
  * @param name  dotted name; a model prefixes it with {@code model.layers.{i}.} by building its layers with that prefix
  * @param shape dimensions, row-major (a Linear weight is {@code [out, in]} as in PyTorch)
- * @param value parameter values
- * @param grad  accumulated gradient; {@link #zeroGrad()} clears it
+ * @param values parameter values (fp32 master weights, updated in place by the optimizer)
+ * @param grads  accumulated gradient; {@link #zeroGrad()} clears it
  */
-public record Parameter(String name, int[] shape, float[] value, float[] grad) {
+public record Parameter(String name, int[] shape, float[] values, float[] grads) implements NamedParameter {
 
     public Parameter {
         if (name == null || name.isEmpty()) {
@@ -26,9 +27,9 @@ public record Parameter(String name, int[] shape, float[] value, float[] grad) {
             }
             size *= d;
         }
-        if (value.length != size || grad.length != size) {
+        if (values.length != size || grads.length != size) {
             throw new IllegalArgumentException("parameter '" + name + "': shape " + Arrays.toString(shape) + " needs "
-                    + size + " values, got value " + value.length + " and grad " + grad.length);
+                    + size + " values, got values " + values.length + " and grads " + grads.length);
         }
         shape = shape.clone();
     }
@@ -55,17 +56,17 @@ public record Parameter(String name, int[] shape, float[] value, float[] grad) {
     }
 
     public int size() {
-        return value.length;
+        return values.length;
     }
 
     public void zeroGrad() {
-        Arrays.fill(grad, 0f);
+        Arrays.fill(grads, 0f);
     }
 
     /** Fills the values with normal samples of standard deviation {@code std}. */
     public void initNormal(Random random, double std) {
-        for (int i = 0; i < value.length; i++) {
-            value[i] = (float) (random.nextGaussian() * std);
+        for (int i = 0; i < values.length; i++) {
+            values[i] = (float) (random.nextGaussian() * std);
         }
     }
 }

@@ -46,7 +46,7 @@ public final class RmsNorm implements Layer {
         Shapes.check(weight.name() + " input", x, rows, dim);
         float[] y = new float[rows * dim];
         float[] inverseRms = new float[rows];
-        float[] w = weight.value();
+        float[] w = weight.values();
         Parallel.forBlocks(rows, 64, (from, to) -> {
             for (int r = from; r < to; r++) {
                 int base = r * dim;
@@ -73,7 +73,7 @@ public final class RmsNorm implements Layer {
         Shapes.check(weight.name() + " output gradient", dy, rows, dim);
         float[] x = saved.input();
         float[] inv = saved.inverseRms();
-        float[] w = weight.value();
+        float[] w = weight.values();
         float[] dx = new float[rows * dim];
         Parallel.forBlocks(rows, 64, (from, to) -> {
             for (int r = from; r < to; r++) {
@@ -89,7 +89,7 @@ public final class RmsNorm implements Layer {
                 }
             }
         });
-        float[] dw = weight.grad();
+        float[] dw = weight.grads();
         Parallel.forBlocks(dim, 64, (from, to) -> {
             for (int j = from; j < to; j++) {
                 double sum = 0;

@@ -48,17 +48,17 @@ public final class ShortConvolution implements Layer {
 
     /** {@code y [T,D]}; padding tokens (in no segment) give 0. */
     public Saved forward(float[] x, Segments segments) {
-        ShortConvInputs inputs = new ShortConvInputs(segments, channels, width, x, weight.value(),
-                bias == null ? null : bias.value(), null, activation);
+        ShortConvInputs inputs = new ShortConvInputs(segments, channels, width, x, weight.values(),
+                bias == null ? null : bias.values(), null, activation);
         return new Saved(inputs, ShortConv.forward(inputs).y());
     }
 
     /** Returns {@code dx [T,D]}; adds the weight and bias gradients. */
     public float[] backward(Saved saved, float[] dy) {
         ShortConvGradients g = ShortConv.backward(saved.inputs(), dy, null);
-        add(weight.grad(), g.dweight());
+        add(weight.grads(), g.dweight());
         if (bias != null) {
-            add(bias.grad(), g.dbias());
+            add(bias.grads(), g.dbias());
         }
         return g.dx();
     }

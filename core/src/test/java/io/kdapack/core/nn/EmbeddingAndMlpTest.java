@@ -18,13 +18,13 @@ class EmbeddingAndMlpTest {
         GradCheck.randomize(embedding, random, 1);
         int[] tokens = {4, 0, 4, 2};
         float[] out = embedding.forward(tokens);
-        float[] w = embedding.weight().value();
+        float[] w = embedding.weight().values();
         assertArrayEquals(new float[] {w[12], w[13], w[14]}, java.util.Arrays.copyOfRange(out, 0, 3));
         float[] dy = GradCheck.normal(random, 4 * 3, 1);
         embedding.backward(tokens, dy);
-        GradCheck.assertGradient("dweight", embedding.weight().grad(), w,
+        GradCheck.assertGradient("dweight", embedding.weight().grads(), w,
                 () -> GradCheck.dot(embedding.forward(tokens), dy));
-        assertEquals(0f, embedding.weight().grad()[3], "row 1 is never looked up");
+        assertEquals(0f, embedding.weight().grads()[3], "row 1 is never looked up");
         assertEquals("model.embed_tokens.weight: token id 7 at position 1 is outside [0, 5)",
                 assertThrows(IllegalArgumentException.class, () -> embedding.forward(new int[] {0, 7})).getMessage());
     }
@@ -41,9 +41,9 @@ class EmbeddingAndMlpTest {
 
         float[] y = mlp.forward(x, tokens).output();
         float[] expected = new float[tokens * 4];
-        float[] gw = mlp.parameters().get(0).value();
-        float[] uw = mlp.parameters().get(1).value();
-        float[] dw = mlp.parameters().get(2).value();
+        float[] gw = mlp.parameters().get(0).values();
+        float[] uw = mlp.parameters().get(1).values();
+        float[] dw = mlp.parameters().get(2).values();
         for (int t = 0; t < tokens; t++) {
             for (int o = 0; o < 4; o++) {
                 double s = 0;
@@ -66,7 +66,7 @@ class EmbeddingAndMlpTest {
         java.util.function.DoubleSupplier loss = () -> GradCheck.dot(mlp.forward(x, tokens).output(), dy);
         GradCheck.assertGradient("dx", dx, x, loss);
         for (Parameter p : mlp.parameters()) {
-            GradCheck.assertGradient(p.name(), p.grad(), p.value(), loss);
+            GradCheck.assertGradient(p.name(), p.grads(), p.values(), loss);
         }
     }
 }

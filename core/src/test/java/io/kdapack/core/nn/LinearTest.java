@@ -20,9 +20,9 @@ class LinearTest {
         float[] expected = new float[3 * 5];
         for (int t = 0; t < 3; t++) {
             for (int o = 0; o < 5; o++) {
-                double s = linear.bias().value()[o];
+                double s = linear.bias().values()[o];
                 for (int i = 0; i < 7; i++) {
-                    s += (double) x[t * 7 + i] * linear.weight().value()[o * 7 + i];
+                    s += (double) x[t * 7 + i] * linear.weight().values()[o * 7 + i];
                 }
                 expected[t * 5 + o] = (float) s;
             }
@@ -42,7 +42,7 @@ class LinearTest {
             float[] dy = GradCheck.normal(random, tokens * 4, 1);
             float[] dx = linear.backward(linear.forward(x, tokens), dy);
             for (Parameter p : linear.parameters()) {
-                GradCheck.assertGradient(p.name(), p.grad(), p.value(),
+                GradCheck.assertGradient(p.name(), p.grads(), p.values(),
                         () -> GradCheck.dot(linear.forward(x, tokens).output(), dy));
             }
             GradCheck.assertGradient("dx", dx, x, () -> GradCheck.dot(linear.forward(x, tokens).output(), dy));
@@ -57,10 +57,10 @@ class LinearTest {
         float[] x = GradCheck.normal(random, 4 * 3, 1);
         float[] dy = GradCheck.normal(random, 4 * 2, 1);
         linear.backward(linear.forward(x, 4), dy);
-        float[] once = linear.weight().grad().clone();
+        float[] once = linear.weight().grads().clone();
         linear.backward(linear.forward(x, 4), dy);
         for (int i = 0; i < once.length; i++) {
-            assertEquals(2 * once[i], linear.weight().grad()[i], 1e-6f * Math.abs(once[i]) + 1e-7f);
+            assertEquals(2 * once[i], linear.weight().grads()[i], 1e-6f * Math.abs(once[i]) + 1e-7f);
         }
     }
 

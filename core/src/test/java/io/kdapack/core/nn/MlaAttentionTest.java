@@ -27,7 +27,7 @@ class MlaAttentionTest {
             // Norm weights around 1, projections small enough that the softmax is not saturated.
             if (p.name().endsWith("layernorm.weight")) {
                 for (int i = 0; i < p.size(); i++) {
-                    p.value()[i] = 1f + (float) (0.2 * random.nextGaussian());
+                    p.values()[i] = 1f + (float) (0.2 * random.nextGaussian());
                 }
             } else {
                 p.initNormal(random, 0.4);
@@ -64,7 +64,7 @@ class MlaAttentionTest {
             DoubleSupplier loss = () -> GradCheck.dot(mla.forward(x, segments, positions).output(), dy);
             GradCheck.assertGradient("dx (q_lora_rank " + qLoraRank + ")", dx, x, loss);
             for (Parameter p : mla.parameters()) {
-                GradCheck.assertGradient(p.name() + " (q_lora_rank " + qLoraRank + ")", p.grad(), p.value(), loss);
+                GradCheck.assertGradient(p.name() + " (q_lora_rank " + qLoraRank + ")", p.grads(), p.values(), loss);
             }
         }
     }
@@ -109,13 +109,13 @@ class MlaAttentionTest {
                     gradSum[i] = new float[params.get(i).size()];
                 }
                 for (int j = 0; j < gradSum[i].length; j++) {
-                    gradSum[i][j] += params.get(i).grad()[j];
+                    gradSum[i][j] += params.get(i).grads()[j];
                 }
             }
         }
         List<Parameter> params = packedLayer.parameters();
         for (int i = 0; i < params.size(); i++) {
-            assertClose(params.get(i).name(), params.get(i).grad(), gradSum[i], 1e-5);
+            assertClose(params.get(i).name(), params.get(i).grads(), gradSum[i], 1e-5);
         }
         for (int t : new int[] {0, 6, 7}) {
             for (int j = 0; j < HIDDEN; j++) {
@@ -171,7 +171,7 @@ class MlaAttentionTest {
                 float[] dx = mla.backward(saved, dy);
                 List<float[]> results = new java.util.ArrayList<>(List.of(saved.output(), dx));
                 for (Parameter p : mla.parameters()) {
-                    results.add(p.grad().clone());
+                    results.add(p.grads().clone());
                 }
                 return results.toArray(new float[0][]);
             }).get();

@@ -12,7 +12,7 @@ class NormsTest {
     @Test
     void rmsNormMatchesFormula() {
         RmsNorm norm = new RmsNorm("norm", 4, 1e-6f);
-        norm.weight().value()[1] = 2f;
+        norm.weight().values()[1] = 2f;
         float[] y = norm.forward(new float[] {1, 2, 3, 4}, 1).output();
         double rms = Math.sqrt((1 + 4 + 9 + 16) / 4.0 + 1e-6);
         float[] expected = {(float) (1 / rms), (float) (2 * 2 / rms), (float) (3 / rms), (float) (4 / rms)};
@@ -28,14 +28,14 @@ class NormsTest {
         float[] dy = GradCheck.normal(random, 5 * 6, 1);
         float[] dx = norm.backward(norm.forward(x, 5), dy);
         GradCheck.assertGradient("dx", dx, x, () -> GradCheck.dot(norm.forward(x, 5).output(), dy));
-        GradCheck.assertGradient("dweight", norm.weight().grad(), norm.weight().value(),
+        GradCheck.assertGradient("dweight", norm.weight().grads(), norm.weight().values(),
                 () -> GradCheck.dot(norm.forward(x, 5).output(), dy));
     }
 
     @Test
     void gatedRmsNormNormalisesEachHeadAndGates() {
         GatedRmsNorm norm = new GatedRmsNorm("o_norm", 2, 2, 1e-6f);
-        norm.weight().value()[0] = 3f;
+        norm.weight().values()[0] = 3f;
         // head 0 = (3, 4), head 1 = (1, 1); gates 0 (sigmoid ½) and large (sigmoid ≈ 1).
         float[] y = norm.forward(new float[] {3, 4, 1, 1}, new float[] {0, 0, 30, 30}, 1).output();
         double rms0 = Math.sqrt(12.5 + 1e-6);
@@ -58,7 +58,7 @@ class NormsTest {
         java.util.function.DoubleSupplier loss = () -> GradCheck.dot(norm.forward(x, gate, tokens).output(), dy);
         GradCheck.assertGradient("dx", grads.dx(), x, loss);
         GradCheck.assertGradient("dgate", grads.dgate(), gate, loss);
-        GradCheck.assertGradient("dweight", norm.weight().grad(), norm.weight().value(), loss);
+        GradCheck.assertGradient("dweight", norm.weight().grads(), norm.weight().values(), loss);
     }
 
     @Test

@@ -31,7 +31,7 @@ class ShortConvolutionTest {
         DoubleSupplier loss = () -> GradCheck.dot(conv.forward(x, segments).output(), dy);
         GradCheck.assertGradient("dx", dx, x, loss);
         for (Parameter p : conv.parameters()) {
-            GradCheck.assertGradient(p.name(), p.grad(), p.value(), loss);
+            GradCheck.assertGradient(p.name(), p.grads(), p.values(), loss);
         }
         for (int i = 4 * 3; i < 5 * 3; i++) {
             assertEquals(0f, dx[i], "padding token 4");

@@ -21,6 +21,8 @@ import java.util.Arrays;
  * sum of the lengths before it, the {@code .bin} length equal to the total, and {@code document_indices}
  * starting at 0, non-decreasing and ending at S. Anything else is an {@link IndexedDatasetException} naming the file,
  * the field and the expected and found values, so a reader never sees a short or inconsistent dataset.
+ *
+ * <p>Immutable after {@link #open}; reads use absolute positions only, so threads may share one instance.
  */
 public final class IndexedDataset {
     /** The 9 magic bytes that open every {@code .idx} file. */
