@@ -1,6 +1,7 @@
 package io.kdapack.training;
 
 import io.kdapack.config.ModelConfig;
+import io.kdapack.config.TrainConfig;
 import io.kdapack.core.model.LanguageModel;
 
 /** Builds the model a {@link Trainer} trains; the weights must depend on the arguments alone. */
@@ -8,10 +9,10 @@ import io.kdapack.core.model.LanguageModel;
 public interface ModelFactory {
 
     /**
-     * @param config    the architecture
-     * @param seed      seed of the weight initialisation ({@code train.seed})
-     * @param isolation reset the recurrent and convolution state at document boundaries ({@code train.isolation});
-     *                  false builds the same model without document isolation, for comparison
+     * @param model the architecture
+     * @param train the run: {@code seed} initialises the weights, {@code isolation} false builds the same model
+     *              without document isolation (for comparison), {@code threads} and {@code backend} say where it
+     *              computes (results must not depend on them)
      */
-    LanguageModel create(ModelConfig config, long seed, boolean isolation);
+    LanguageModel create(ModelConfig model, TrainConfig train);
 }

@@ -43,7 +43,7 @@ import java.util.concurrent.ForkJoinTask;
 public final class Trainer implements AutoCloseable {
     private final KdapackConfig config;
     private final LanguageModel model;
-    private final List<ParameterView> parameters;
+    private final List<Parameter> parameters;
     private final MicroBatchAssembler batches;
     private final CheckpointStore checkpoints;
     private final CosineSchedule schedule;
@@ -59,7 +59,7 @@ public final class Trainer implements AutoCloseable {
         OptimizerConfig opt = train.optimizer();
         this.config = config;
         this.model = model;
-        this.parameters = ParameterView.of(model.parameters());
+        this.parameters = List.copyOf(model.parameters());
         this.batches = batches;
         this.checkpoints = checkpoints;
         this.schedule = new CosineSchedule(opt.lr(), opt.minLr(), opt.warmupSteps(), train.steps());
@@ -79,7 +79,7 @@ public final class Trainer implements AutoCloseable {
     public static Trainer create(KdapackConfig config, ModelFactory factory, Path datasetPrefix, Path checkpointDir)
             throws IOException {
         TrainConfig train = config.train();
-        LanguageModel model = factory.create(config.model(), train.seed(), train.isolation());
+        LanguageModel model = factory.create(config.model(), train);
         long samples = (long) train.steps() * train.globalBatchSize();
         MegatronSamples source = MegatronSamples.open(datasetPrefix, train.data(), train.seqLength(), train.seed(), samples);
         MicroBatchAssembler assembler = new MicroBatchAssembler(source, train.microBatchSize(), model.mtpDepth());
@@ -158,7 +158,7 @@ public final class Trainer implements AutoCloseable {
         long start = System.nanoTime();
         GradientAccumulation accumulation = GradientAccumulation.of(lossMode, microBatches, model.mtpDepth(),
                 config.model().mtp().lossFactor());
-        model.parameters().forEach(Parameter::zeroGrad);
+        parameters.forEach(Parameter::zeroGrad);
         long tokens = 0;
         long segments = 0;
         for (int m = 0; m < microBatches.size(); m++) {

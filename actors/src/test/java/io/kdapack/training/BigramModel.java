@@ -18,8 +18,8 @@ import java.util.stream.IntStream;
  * gradient into its own buffer and the buffers are summed in block order, so results do not depend on the pool size.
  */
 final class BigramModel implements LanguageModel {
-    static final ModelFactory FACTORY = (config, seed, isolation) ->
-            new BigramModel(config.vocabSize(), 16, config.mtp().depth(), seed, isolation);
+    static final ModelFactory FACTORY = (model, train) ->
+            new BigramModel(model.vocabSize(), 16, model.mtp().depth(), train.seed(), train.isolation());
     private static final int BLOCK = 32;
 
     private final int vocab;
@@ -89,8 +89,8 @@ final class BigramModel implements LanguageModel {
         for (int t = from; t < to; t++) {
             int p = previousToken(batch, t);
             for (int j = 0; j < width; j++) {
-                hidden[(t - from) * width + j] = embed.value()[batch.tokens()[t] * width + j]
-                        + (p >= 0 ? previous.value()[p * width + j] : 0f);
+                hidden[(t - from) * width + j] = embed.values()[batch.tokens()[t] * width + j]
+                        + (p >= 0 ? previous.values()[p * width + j] : 0f);
             }
             labels[t - from] = batch.labels()[t];
         }
@@ -101,7 +101,7 @@ final class BigramModel implements LanguageModel {
             int[] mtpLabels = new int[count];
             for (int t = from; t < to; t++) {
                 for (int j = 0; j < width; j++) {
-                    mtpHidden[(t - from) * width + j] += embed.value()[batch.labels()[t] * width + j];
+                    mtpHidden[(t - from) * width + j] += embed.values()[batch.labels()[t] * width + j];
                 }
                 mtpLabels[t - from] = batch.mtpLabels()[t];
             }
@@ -120,7 +120,7 @@ final class BigramModel implements LanguageModel {
             for (int v = 0; v < vocab; v++) {
                 float z = 0;
                 for (int j = 0; j < width; j++) {
-                    z += head.value()[v * width + j] * hidden[t * width + j];
+                    z += head.values()[v * width + j] * hidden[t * width + j];
                 }
                 logits[t * vocab + v] = z;
             }
@@ -147,7 +147,7 @@ final class BigramModel implements LanguageModel {
                 }
                 for (int j = 0; j < width; j++) {
                     grads[headAt + v * width + j] += g * hidden[t * width + j];
-                    float dh = g * head.value()[v * width + j];
+                    float dh = g * head.values()[v * width + j];
                     grads[token * width + j] += dh;
                     if (prev >= 0) {
                         grads[vocab * width + prev * width + j] += dh;
@@ -171,9 +171,9 @@ final class BigramModel implements LanguageModel {
     private void addGradients(float[] g) {
         int size = vocab * width;
         for (int i = 0; i < size; i++) {
-            embed.grad()[i] += g[i];
-            previous.grad()[i] += g[size + i];
-            head.grad()[i] += g[2 * size + i];
+            embed.grads()[i] += g[i];
+            previous.grads()[i] += g[size + i];
+            head.grads()[i] += g[2 * size + i];
         }
     }
 }

@@ -111,7 +111,7 @@ class GradientAccumulationTest {
         double[] out = new double[gradientSize(model)];
         int at = 0;
         for (Parameter p : model.parameters()) {
-            for (float g : p.grad()) {
+            for (float g : p.grads()) {
                 out[at++] = g;
             }
         }

@@ -167,7 +167,7 @@ class TrainerTest {
         float[] weights = new float[size];
         int at = 0;
         for (Parameter p : trainer.model().parameters()) {
-            System.arraycopy(p.value(), 0, weights, at, p.size());
+            System.arraycopy(p.values(), 0, weights, at, p.size());
             at += p.size();
         }
         return new Run(losses, norms, weights);
