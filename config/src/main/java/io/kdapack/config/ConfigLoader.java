@@ -188,7 +188,17 @@ public final class ConfigLoader {
         } catch (TimeoutException e) {
             throw new IllegalStateException("loading the " + what + " took more than " + TIMEOUT_SECONDS + " s", e);
         } finally {
-            vertx.close();
+            closeQuietly(vertx);
+        }
+    }
+
+    private static void closeQuietly(Vertx vertx) {
+        try {
+            vertx.close().toCompletionStage().toCompletableFuture().get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The configuration is loaded; a slow or failed shutdown of the helper instance does not change it.
         }
     }
 }

@@ -242,10 +242,19 @@ class ConfigLoaderTest {
     }
 
     @Test
-    void referencePageDocumentsEveryKey() throws Exception {
-        String page = Files.readString(Path.of("..", "docs", "configuration.md"));
-        for (String key : ConfigLoader.keys()) {
-            assertTrue(page.contains("`" + key + "`"), "docs/configuration.md lacks `" + key + "`");
+    void referencePageDocumentsEveryKeyWithItsDefault() throws Exception {
+        List<String> rows = Files.readAllLines(Path.of("..", "docs", "configuration.md"));
+        for (ConfigBinder.Key key : ConfigBinder.keys()) {
+            String row = rows.stream().filter(r -> r.startsWith("| `" + key.path() + "` |")).findFirst()
+                    .orElseThrow(() -> new AssertionError("docs/configuration.md has no row for `" + key.path() + "`"));
+            String documented = row.split("\\|")[3].trim().replace("`", "");
+            Object actual = key.defaultValue();
+            if (actual instanceof Number n) {
+                assertEquals(n.doubleValue(), Double.parseDouble(documented), key.path());
+            } else {
+                String expected = actual instanceof Enum<?> e ? e.name().toLowerCase(java.util.Locale.ROOT) : String.valueOf(actual);
+                assertEquals(expected, documented, key.path());
+            }
         }
     }
 

@@ -1,7 +1,6 @@
 package io.kdapack.core.checkpoint;
 
 import io.kdapack.core.io.Tensor;
-import io.kdapack.core.optim.AdamW;
 import io.kdapack.core.optim.AdamWState;
 import io.kdapack.core.optim.NamedParameter;
 import java.util.Arrays;
@@ -32,8 +31,8 @@ public record Checkpoint(TrainingState state, Map<String, Tensor> weights, AdamW
         }
     }
 
-    /** A snapshot (copies) of the parameters' values and of the optimizer's state. */
-    public static Checkpoint of(TrainingState state, List<? extends NamedParameter> parameters, AdamW optimizer) {
+    /** A snapshot (copies) of the parameters' values, with the optimizer's state (e.g. {@code AdamW.state()}). */
+    public static Checkpoint of(TrainingState state, List<? extends NamedParameter> parameters, AdamWState optimizer) {
         Map<String, Tensor> weights = new LinkedHashMap<>();
         for (NamedParameter p : parameters) {
             NamedParameter.checkedSize(p);
@@ -42,7 +41,7 @@ public record Checkpoint(TrainingState state, Map<String, Tensor> weights, AdamW
                 throw new IllegalArgumentException("parameter '" + p.name() + "' appears twice");
             }
         }
-        return new Checkpoint(state, weights, optimizer.state());
+        return new Checkpoint(state, weights, optimizer);
     }
 
     /**

@@ -126,40 +126,4 @@ final class ChunkMath {
     private static final float LN2_HI = 0.693145752f; // ln 2 split so that n·LN2_HI is exact
     private static final float LN2_LO = 1.42860677e-6f;
     private static final float EXP_FLOOR = -87f;
-
-    /** {@code C[m,n] += alpha · A[m,p] · B[p,n]}, all row-major and dense. */
-    static void mulAdd(int m, int p, int n, float alpha, float[] a, int aOff, float[] b, int bOff,
-                       float[] c, int cOff) {
-        for (int i = 0; i < m; i++) {
-            for (int l = 0; l < p; l++) {
-                float s = alpha * a[aOff + i * p + l];
-                if (s != 0f) {
-                    axpy(n, s, b, bOff + l * n, c, cOff + i * n);
-                }
-            }
-        }
-    }
-
-    /** {@code C[m,n] += alpha · A[m,p] · B[n,p]ᵀ}. */
-    static void mulTransBAdd(int m, int p, int n, float alpha, float[] a, int aOff, float[] b, int bOff,
-                             float[] c, int cOff) {
-        for (int i = 0; i < m; i++) {
-            for (int j = 0; j < n; j++) {
-                c[cOff + i * n + j] += alpha * dot(p, a, aOff + i * p, b, bOff + j * p);
-            }
-        }
-    }
-
-    /** {@code C[m,n] += alpha · A[p,m]ᵀ · B[p,n]}. */
-    static void mulTransAAdd(int m, int p, int n, float alpha, float[] a, int aOff, float[] b, int bOff,
-                             float[] c, int cOff) {
-        for (int l = 0; l < p; l++) {
-            for (int i = 0; i < m; i++) {
-                float s = alpha * a[aOff + l * m + i];
-                if (s != 0f) {
-                    axpy(n, s, b, bOff + l * n, c, cOff + i * n);
-                }
-            }
-        }
-    }
 }

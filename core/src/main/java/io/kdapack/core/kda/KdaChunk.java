@@ -2,14 +2,11 @@ package io.kdapack.core.kda;
 
 import static io.kdapack.core.kda.ChunkMath.axpy;
 import static io.kdapack.core.kda.ChunkMath.dot;
-import static io.kdapack.core.kda.ChunkMath.mulAdd;
-import static io.kdapack.core.kda.ChunkMath.mulTransAAdd;
-import static io.kdapack.core.kda.ChunkMath.mulTransBAdd;
 import static io.kdapack.core.kda.ChunkMath.multiply;
 import static io.kdapack.core.kda.ChunkMath.multiplyAdd;
 
+import io.kdapack.core.linalg.Gemm;
 import java.util.Arrays;
-import jdk.incubator.vector.FloatVector;
 
 /**
  * One chunk of at most {@value #SIZE} tokens of one (sequence, value head), forward and backward, in the
@@ -20,13 +17,13 @@ import jdk.incubator.vector.FloatVector;
  *   Qg = Q ⊙ exp(Γ)   Kg = K ⊙ exp(Γ)   Kd = K ⊙ exp(Γ_last − Γ)   e = exp(Γ_last)
  *   P[r,c]   = Σ_d k_r k_c exp(Γ_r − Γ_c)   (c &lt; r)      A = diag(β) P
  *   Aqk[r,c] = Σ_d q_r k_c exp(Γ_r − Γ_c)   (c ≤ r)
- *   (I + A) W = diag(β) Kg,  (I + A) U = diag(β) V       (forward substitution)
+ *   W = (I + A)⁻¹ diag(β) Kg,  U = (I + A)⁻¹ diag(β) V   (the inverse by forward substitution)
  *   V' = U − W S     O = Qg S + Aqk V'     S ← diag(e) S + Kdᵀ V'
  * </pre>
  * Every exponent is a sum of gates ({@code ≤ 0}) formed before {@code exp}: prefix sums for
- * {@code exp(Γ)}, suffix sums for {@code exp(Γ_last − Γ)}, and running sums from row {@code r} down to
- * column {@code c} for the pairwise factors, so no difference of two large cumsums ever cancels and gates
- * of −1000 give exact zeros rather than overflow.
+ * {@code exp(Γ)}, suffix sums for {@code exp(Γ_last − Γ)}, sums between rows for the pairwise factors
+ * ({@link PairwiseDecay}), so no difference of two large cumsums ever cancels and gates of −1000 give exact
+ * zeros rather than overflow. The {@code L×K×V}-shaped products go through {@link Gemm}.
  */
 final class KdaChunk {
 
@@ -57,11 +54,12 @@ final class KdaChunk {
     private final float[] dA;
     private final float[] dAQK;
     private final float[] dGamma;
-    private final float[] dColumn;
+    private final PairwiseDecay pairs;
     private final float[] run;
-    private final float[] e;
-    private final float[] dRowQ;
-    private final float[] dRowK;
+    private final float[] dS0;
+    private final float[] inverse;
+    private final float[] kb;
+    private final float[] vb;
     private final double[] suffixSum;
 
     KdaChunk(int keyDim, int valueDim) {
@@ -88,12 +86,18 @@ final class KdaChunk {
         dA = new float[SIZE * SIZE];
         dAQK = new float[SIZE * SIZE];
         dGamma = new float[SIZE * kd];
-        dColumn = new float[SIZE * kd];
+        pairs = new PairwiseDecay(kd);
         run = new float[kd];
-        e = new float[kd];
-        dRowQ = new float[kd];
-        dRowK = new float[kd];
+        dS0 = new float[kd * vd];
+        inverse = new float[SIZE * SIZE];
+        kb = new float[SIZE * kd];
+        vb = new float[SIZE * vd];
         suffixSum = new double[kd];
+    }
+
+    /** Whether this scratch serves heads of key dim {@code keyDim} and value dim {@code valueDim}. */
+    boolean fits(int keyDim, int valueDim) {
+        return kd == keyDim && vd == valueDim;
     }
 
     /**
@@ -103,13 +107,9 @@ final class KdaChunk {
     void forward(HeadParallelBackend.HeadSequence s, int first, int len, float[] state, float[] o) {
         prepare(s, first, len, state);
         if (o != null) {
-            // O = Qg S + Aqk V'
-            mulAdd(len, kd, vd, 1f, qg, 0, state, 0, o, first * vd);
-            for (int r = 0; r < len; r++) {
-                for (int c = 0; c <= r; c++) {
-                    axpy(vd, aQK[r * SIZE + c], vNew, c * vd, o, (first + r) * vd);
-                }
-            }
+            // O = Qg S + Aqk V' (Aqk is zero above the diagonal)
+            Gemm.sgemm(false, false, len, vd, kd, 1f, qg, 0, kd, state, 0, vd, 1f, o, first * vd, vd);
+            Gemm.sgemm(false, false, len, vd, len, 1f, aQK, 0, SIZE, vNew, 0, vd, 1f, o, first * vd, vd);
         }
         // S ← diag(e) S + Kdᵀ V'
         for (int i = 0; i < kd; i++) {
@@ -118,7 +118,7 @@ final class KdaChunk {
                 state[i * vd + j] *= decay;
             }
         }
-        mulTransAAdd(kd, len, vd, 1f, kDecayed, 0, vNew, 0, state, 0);
+        Gemm.sgemm(true, false, kd, vd, len, 1f, kDecayed, 0, kd, vNew, 0, vd, 1f, state, 0, vd);
     }
 
     /**
@@ -131,13 +131,10 @@ final class KdaChunk {
         prepare(s, first, len, s0);
         int dOff = first * vd;
         // Through S1 = diag(e) S0 + Kdᵀ V'.
-        Arrays.fill(dVNew, 0, len * vd, 0f);
-        mulAdd(len, kd, vd, 1f, kDecayed, 0, dState, 0, dVNew, 0);
-        Arrays.fill(dKDecayed, 0, len * kd, 0f);
-        mulTransBAdd(len, vd, kd, 1f, vNew, 0, dState, 0, dKDecayed, 0);
-        float[] dS0 = new float[kd * vd];
-        Arrays.fill(dGamma, 0, len * kd, 0f);
+        Gemm.sgemm(false, false, len, vd, kd, 1f, kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
+        Gemm.sgemm(false, true, len, kd, vd, 1f, vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd);
         int lastRow = (len - 1) * kd;
+        Arrays.fill(dGamma, 0, len * kd, 0f);
         for (int i = 0; i < kd; i++) {
             dGamma[lastRow + i] += expLast[i] * dot(vd, s0, i * vd, dState, i * vd);
             for (int j = 0; j < vd; j++) {
@@ -145,27 +142,25 @@ final class KdaChunk {
             }
         }
         // Through O = Qg S0 + Aqk V'.
-        Arrays.fill(dQg, 0, len * kd, 0f);
-        mulTransBAdd(len, vd, kd, 1f, dO, dOff, s0, 0, dQg, 0);
-        mulTransAAdd(kd, len, vd, 1f, qg, 0, dO, dOff, dS0, 0);
-        for (int r = 0; r < len; r++) {
-            for (int c = 0; c <= r; c++) {
-                dAQK[r * SIZE + c] = dot(vd, dO, dOff + r * vd, vNew, c * vd);
-                axpy(vd, aQK[r * SIZE + c], dO, dOff + r * vd, dVNew, c * vd);
-            }
-        }
+        Gemm.sgemm(false, true, len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd);
+        Gemm.sgemm(true, false, kd, vd, len, 1f, qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
+        // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
+        Gemm.sgemm(false, true, len, len, vd, 1f, dO, dOff, vd, vNew, 0, vd, 0f, dAQK, 0, SIZE);
+        Gemm.sgemm(true, false, len, vd, len, 1f, aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through V' = U − W S0.
-        Arrays.fill(dW, 0, len * kd, 0f);
-        mulTransBAdd(len, vd, kd, -1f, dVNew, 0, s0, 0, dW, 0);
-        mulTransAAdd(kd, len, vd, -1f, w, 0, dVNew, 0, dS0, 0);
-        // Through (I + A) U = diag(β) V and (I + A) W = diag(β) Kg: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
-        solveTransposed(len, dVNew, dVb, vd);
-        solveTransposed(len, dW, dKb, kd);
+        Gemm.sgemm(false, true, len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd);
+        Gemm.sgemm(true, false, kd, vd, len, -1f, w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
+        // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
+        Gemm.sgemm(true, false, len, vd, len, 1f, inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
+        Gemm.sgemm(true, false, len, kd, len, 1f, inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
+        // dA (only c < r is read).
+        Gemm.sgemm(false, true, len, len, vd, -1f, dVb, 0, vd, u, 0, vd, 0f, dA, 0, SIZE);
+        Gemm.sgemm(false, true, len, len, kd, -1f, dKb, 0, kd, w, 0, kd, 1f, dA, 0, SIZE);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             float dBeta = dot(vd, s.v(), (first + r) * vd, dVb, r * vd) + dot(kd, kg, r * kd, dKb, r * kd);
             for (int c = 0; c < r; c++) {
-                float dAr = -(dot(vd, dVb, r * vd, u, c * vd) + dot(kd, dKb, r * kd, w, c * kd));
+                float dAr = dA[r * SIZE + c];
                 dBeta += dAr * pairKK[r * SIZE + c];
                 dA[r * SIZE + c] = beta * dAr; // now the gradient of P
             }
@@ -177,7 +172,7 @@ final class KdaChunk {
                 dKb[r * kd + i] *= beta; // now the gradient of Kg
             }
         }
-        pairwiseBackward(s, first, len, grads);
+        pairs.backward(s.q(), s.k(), s.g(), first, len, dAQK, dA, grads.dq(), grads.dk(), dGamma);
         elementwiseBackward(s, first, len, grads);
         // dg_t = Σ_{r ≥ t} dΓ_r within the chunk, summed in double: the terms cancel heavily.
         Arrays.fill(suffixSum, 0.0);
@@ -187,7 +182,7 @@ final class KdaChunk {
                 grads.dg()[(first + r) * kd + i] = (float) suffixSum[i];
             }
         }
-        System.arraycopy(dS0, 0, dState, 0, dS0.length);
+        System.arraycopy(dS0, 0, dState, 0, kd * vd);
     }
 
     /** Computes every forward intermediate up to V' for the chunk that starts from {@code state}. */
@@ -207,108 +202,29 @@ final class KdaChunk {
         multiply(len * kd, s.q(), first * kd, expPrefix, 0, qg, 0);
         multiply(len * kd, s.k(), first * kd, expPrefix, 0, kg, 0);
         multiply(len * kd, s.k(), first * kd, expSuffix, 0, kDecayed, 0);
-        pairwiseForward(s, first, len);
-        // Forward substitution: W_r = β_r Kg_r − Σ_{c<r} A[r,c] W_c, likewise U with V.
+        pairs.forward(s.q(), s.k(), s.g(), first, len, aQK, pairKK);
         for (int r = 0; r < len; r++) {
-            float beta = s.beta()[first + r];
-            for (int i = 0; i < kd; i++) {
-                w[r * kd + i] = beta * kg[r * kd + i];
-            }
-            for (int j = 0; j < vd; j++) {
-                u[r * vd + j] = beta * s.v()[(first + r) * vd + j];
-            }
-            for (int c = 0; c < r; c++) {
-                float arc = a[r * SIZE + c];
-                if (arc != 0f) {
-                    axpy(kd, -arc, w, c * kd, w, r * kd);
-                    axpy(vd, -arc, u, c * vd, u, r * vd);
-                }
-            }
-        }
-        System.arraycopy(u, 0, vNew, 0, len * vd);
-        mulAdd(len, kd, vd, -1f, w, 0, state, 0, vNew, 0);
-    }
-
-    /** {@code P}, {@code A = diag(β) P} and {@code Aqk}, with the pairwise decays summed from row r down. */
-    private void pairwiseForward(HeadParallelBackend.HeadSequence s, int first, int len) {
-        float[] q = s.q();
-        float[] k = s.k();
-        float[] g = s.g();
-        for (int r = 0; r < len; r++) {
-            int rowOff = (first + r) * kd;
-            Arrays.fill(run, 0f);
-            for (int c = r; c >= 0; c--) {
-                int colOff = (first + c) * kd;
-                int i = 0;
-                FloatVector sumQ = FloatVector.zero(ChunkMath.SPECIES);
-                FloatVector sumK = FloatVector.zero(ChunkMath.SPECIES);
-                for (int bound = ChunkMath.SPECIES.loopBound(kd); i < bound; i += ChunkMath.SPECIES.length()) {
-                    FloatVector runV = FloatVector.fromArray(ChunkMath.SPECIES, run, i);
-                    FloatVector t = ChunkMath.exp(runV).mul(FloatVector.fromArray(ChunkMath.SPECIES, k, colOff + i));
-                    sumQ = FloatVector.fromArray(ChunkMath.SPECIES, q, rowOff + i).fma(t, sumQ);
-                    sumK = FloatVector.fromArray(ChunkMath.SPECIES, k, rowOff + i).fma(t, sumK);
-                    runV.add(FloatVector.fromArray(ChunkMath.SPECIES, g, colOff + i)).intoArray(run, i);
-                }
-                float dotQ = ChunkMath.sumLanes(sumQ);
-                float dotK = ChunkMath.sumLanes(sumK);
-                for (; i < kd; i++) {
-                    float t = (float) Math.exp(run[i]) * k[colOff + i];
-                    dotQ += q[rowOff + i] * t;
-                    dotK += k[rowOff + i] * t;
-                    run[i] += g[colOff + i];
-                }
-                aQK[r * SIZE + c] = dotQ;
-                pairKK[r * SIZE + c] = c < r ? dotK : 0f;
-            }
             float beta = s.beta()[first + r];
             for (int c = 0; c < r; c++) {
                 a[r * SIZE + c] = beta * pairKK[r * SIZE + c];
             }
+            Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
         }
-    }
-
-    /**
-     * Backward of {@code M[r,c] = Σ_d x_r y_c exp(Γ_r − Γ_c)} for {@code Aqk} (x = q, y = k, gradient in
-     * {@code dAQK}) and {@code P} (x = y = k, gradient in {@code dA}):
-     * {@code dx_r = Σ_c dM[r,c] y_c ⊙ exp(Γ_r − Γ_c)}, {@code dy_c = Σ_r dM[r,c] x_r ⊙ exp(Γ_r − Γ_c)},
-     * {@code dΓ_r += x_r ⊙ dx_r}, {@code dΓ_c −= y_c ⊙ dy_c}.
-     */
-    private void pairwiseBackward(HeadParallelBackend.HeadSequence s, int first, int len,
-                                  HeadParallelBackend.HeadGradients grads) {
-        float[] q = s.q();
-        float[] k = s.k();
-        float[] g = s.g();
-        Arrays.fill(dColumn, 0, len * kd, 0f);
+        invertUnitLower(len);
+        // W = (I + A)⁻¹ diag(β) Kg, U = (I + A)⁻¹ diag(β) V.
         for (int r = 0; r < len; r++) {
-            int rowOff = (first + r) * kd;
-            Arrays.fill(run, 0f);
-            Arrays.fill(dRowQ, 0f);
-            Arrays.fill(dRowK, 0f);
-            for (int c = r; c >= 0; c--) {
-                int colOff = (first + c) * kd;
-                float gradQ = dAQK[r * SIZE + c];
-                float gradK = c < r ? dA[r * SIZE + c] : 0f;
-                ChunkMath.exp(kd, run, 0, e, 0);
-                for (int i = 0; i < kd; i++) {
-                    float t = e[i] * k[colOff + i];
-                    dRowQ[i] += gradQ * t;
-                    dRowK[i] += gradK * t;
-                    dColumn[c * kd + i] += (gradQ * q[rowOff + i] + gradK * k[rowOff + i]) * e[i];
-                }
-                axpy(kd, 1f, g, colOff, run, 0);
-            }
-            multiplyAdd(kd, q, rowOff, dRowQ, 0, dGamma, r * kd);
-            multiplyAdd(kd, k, rowOff, dRowK, 0, dGamma, r * kd);
-            System.arraycopy(dRowQ, 0, grads.dq(), rowOff, kd);
-            System.arraycopy(dRowK, 0, grads.dk(), rowOff, kd);
-        }
-        for (int c = 0; c < len; c++) {
-            int colOff = (first + c) * kd;
-            axpy(kd, 1f, dColumn, c * kd, grads.dk(), colOff);
+            float beta = s.beta()[first + r];
             for (int i = 0; i < kd; i++) {
-                dGamma[c * kd + i] -= k[colOff + i] * dColumn[c * kd + i];
+                kb[r * kd + i] = beta * kg[r * kd + i];
+            }
+            for (int j = 0; j < vd; j++) {
+                vb[r * vd + j] = beta * s.v()[(first + r) * vd + j];
             }
         }
+        Gemm.sgemm(false, false, len, kd, len, 1f, inverse, 0, SIZE, kb, 0, kd, 0f, w, 0, kd);
+        Gemm.sgemm(false, false, len, vd, len, 1f, inverse, 0, SIZE, vb, 0, vd, 0f, u, 0, vd);
+        System.arraycopy(u, 0, vNew, 0, len * vd);
+        Gemm.sgemm(false, false, len, vd, kd, -1f, w, 0, kd, state, 0, vd, 1f, vNew, 0, vd);
     }
 
     /** Backward of {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Γ_last − Γ)}. */
@@ -329,14 +245,20 @@ final class KdaChunk {
         }
     }
 
-    /** Solves {@code (I + A)ᵀ X = Y} for {@code X [L,n]} by back substitution. */
-    private void solveTransposed(int len, float[] y, float[] x, int n) {
-        System.arraycopy(y, 0, x, 0, len * n);
-        for (int r = len - 1; r >= 0; r--) {
-            for (int j = r + 1; j < len; j++) {
-                float ajr = a[j * SIZE + r];
-                if (ajr != 0f) {
-                    axpy(n, -ajr, x, j * n, x, r * n);
+    /**
+     * {@code inverse = (I + A)⁻¹}, unit lower triangular (zero above the diagonal up to column len), by
+     * forward substitution over rows: {@code T_r = e_r − Σ_{c<r} A[r,c] T_c}, where row c has support
+     * {@code 0 … c}.
+     */
+    private void invertUnitLower(int len) {
+        for (int r = 0; r < len; r++) {
+            int row = r * SIZE;
+            Arrays.fill(inverse, row, row + len, 0f);
+            inverse[row + r] = 1f;
+            for (int c = 0; c < r; c++) {
+                float arc = a[row + c];
+                if (arc != 0f) {
+                    axpy(c + 1, -arc, inverse, c * SIZE, inverse, row);
                 }
             }
         }

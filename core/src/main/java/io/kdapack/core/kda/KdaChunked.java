@@ -8,6 +8,9 @@ package io.kdapack.core.kda;
  */
 public final class KdaChunked extends HeadParallelBackend {
 
+    /** Chunk scratch per worker thread, reused across tasks: a packed batch has many short tasks. */
+    private final ThreadLocal<KdaChunk> scratch = new ThreadLocal<>();
+
     /** A chunked backend on all available processors. */
     public KdaChunked() {
         this(Runtime.getRuntime().availableProcessors());
@@ -24,7 +27,7 @@ public final class KdaChunked extends HeadParallelBackend {
 
     @Override
     void forwardHead(HeadSequence s, float[] state, float[] o) {
-        KdaChunk chunk = new KdaChunk(s.keyDim(), s.valueDim());
+        KdaChunk chunk = chunkFor(s);
         for (int first = 0; first < s.length(); first += KdaChunk.SIZE) {
             chunk.forward(s, first, Math.min(KdaChunk.SIZE, s.length() - first), state, o);
         }
@@ -34,7 +37,7 @@ public final class KdaChunked extends HeadParallelBackend {
     void backwardHead(HeadSequence s, float[] h0, float[] dO, float[] dState, HeadGradients grads) {
         int size = s.keyDim() * s.valueDim();
         int chunks = (s.length() + KdaChunk.SIZE - 1) / KdaChunk.SIZE;
-        KdaChunk chunk = new KdaChunk(s.keyDim(), s.valueDim());
+        KdaChunk chunk = chunkFor(s);
         float[] starts = new float[chunks * size];
         float[] state = h0.clone();
         for (int c = 0; c < chunks; c++) {
@@ -48,5 +51,14 @@ public final class KdaChunked extends HeadParallelBackend {
             int first = c * KdaChunk.SIZE;
             chunk.backward(s, first, Math.min(KdaChunk.SIZE, s.length() - first), s0, dO, dState, grads);
         }
+    }
+
+    private KdaChunk chunkFor(HeadSequence s) {
+        KdaChunk chunk = scratch.get();
+        if (chunk == null || !chunk.fits(s.keyDim(), s.valueDim())) {
+            chunk = new KdaChunk(s.keyDim(), s.valueDim());
+            scratch.set(chunk);
+        }
+        return chunk;
     }
 }

@@ -84,7 +84,9 @@ public final class KdaPreprocess {
         boolean gateInOp = options.gate() != KdaOptions.Gate.NONE;
         float[] dALog = in.aLog() == null ? null : new float[hv];
         float[] dDtBias = gateInOp ? new float[hv * kd] : null;
+        // Sums over tokens in double, in token order: deterministic and free of float drift over long batches.
         double[] dALogSum = new double[hv];
+        double[] dDtBiasSum = new double[hv * kd];
         Segments s = in.segments();
         for (int n = 0; n < s.count(); n++) {
             for (int p = s.start(n); p < s.end(n); p++) {
@@ -104,7 +106,7 @@ public final class KdaPreprocess {
                         float x = in.g()[e] + in.dtBias()[vh * kd + i];
                         float dx = dDecay[e] * gateSlope(in, options, vh, x);
                         rawDg[e] = dx;
-                        dDtBias[vh * kd + i] += dx;
+                        dDtBiasSum[vh * kd + i] += dx;
                         if (dALog != null) {
                             dALogSum[vh] += (double) dDecay[e] * gateALogSlope(in, options, vh, x, prepared.decay()[e]);
                         }
@@ -117,6 +119,11 @@ public final class KdaPreprocess {
         if (dALog != null) {
             for (int vh = 0; vh < hv; vh++) {
                 dALog[vh] = (float) dALogSum[vh];
+            }
+        }
+        if (dDtBias != null) {
+            for (int i = 0; i < dDtBias.length; i++) {
+                dDtBias[i] = (float) dDtBiasSum[i];
             }
         }
         return new RawGradients(rawDq, rawDk, rawDg, rawDBeta, dALog, dDtBias);

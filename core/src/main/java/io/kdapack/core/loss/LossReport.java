@@ -35,22 +35,31 @@ public record LossReport(double sum, long count) {
                     + " (one per token)");
         }
         double sum = 0;
-        long count = 0;
         for (int t = 0; t < lossMask.length; t++) {
-            float m = lossMask[t];
-            if (m == 1f) {
+            if (isLossToken(lossMask, t)) {
                 sum += perTokenLoss[t];
-                count++;
-            } else if (m != 0f) {
-                throw new IllegalArgumentException("lossMask: value " + m + " at token " + t + ", expected 0 or 1");
             }
         }
-        return new LossReport(sum, count);
+        return new LossReport(sum, count(lossMask));
     }
 
     /** Number of loss tokens in a mask {@code [T]} of 0/1 values (known before the forward pass). */
     public static long count(float[] lossMask) {
-        return of(new double[lossMask.length], lossMask).count();
+        long count = 0;
+        for (int t = 0; t < lossMask.length; t++) {
+            if (isLossToken(lossMask, t)) {
+                count++;
+            }
+        }
+        return count;
+    }
+
+    private static boolean isLossToken(float[] lossMask, int t) {
+        float m = lossMask[t];
+        if (m != 0f && m != 1f) {
+            throw new IllegalArgumentException("lossMask: value " + m + " at token " + t + ", expected 0 or 1");
+        }
+        return m == 1f;
     }
 
     public LossReport plus(LossReport other) {

@@ -34,7 +34,7 @@ public final class MlaAttention implements Layer {
     private static final int TOKEN_BLOCK = 64;
 
     private final String name;
-    private final MlaConfig config;
+    private final MlaShape shape;
     private final Linear qAProj;
     private final RmsNorm qALayerNorm;
     /** {@code q_b_proj} with a query low rank, else {@code q_proj}. */
@@ -56,33 +56,33 @@ public final class MlaAttention implements Layer {
         }
     }
 
-    public MlaAttention(String name, MlaConfig config) {
+    public MlaAttention(String name, MlaShape shape) {
         this.name = name;
-        this.config = config;
-        int d = config.hidden();
-        int h = config.heads();
-        if (config.qLoraRank() == null) {
+        this.shape = shape;
+        int d = shape.hidden();
+        int h = shape.heads();
+        if (shape.qLoraRank() == null) {
             qAProj = null;
             qALayerNorm = null;
-            qOut = new Linear(Parameter.join(name, "q_proj"), d, h * config.qkHeadDim(), false);
+            qOut = new Linear(Parameter.join(name, "q_proj"), d, h * shape.qkHeadDim(), false);
         } else {
-            int rank = config.qLoraRank();
+            int rank = shape.qLoraRank();
             qAProj = new Linear(Parameter.join(name, "q_a_proj"), d, rank, false);
-            qALayerNorm = new RmsNorm(Parameter.join(name, "q_a_layernorm"), rank, config.latentNormEps());
-            qOut = new Linear(Parameter.join(name, "q_b_proj"), rank, h * config.qkHeadDim(), false);
+            qALayerNorm = new RmsNorm(Parameter.join(name, "q_a_layernorm"), rank, shape.latentNormEps());
+            qOut = new Linear(Parameter.join(name, "q_b_proj"), rank, h * shape.qkHeadDim(), false);
         }
         kvAProj = new Linear(Parameter.join(name, "kv_a_proj_with_mqa"), d,
-                config.kvLoraRank() + config.qkRopeHeadDim(), false);
-        kvALayerNorm = new RmsNorm(Parameter.join(name, "kv_a_layernorm"), config.kvLoraRank(), config.latentNormEps());
-        kvBProj = new Linear(Parameter.join(name, "kv_b_proj"), config.kvLoraRank(),
-                h * (config.qkNopeHeadDim() + config.vHeadDim()), false);
-        oProj = new Linear(Parameter.join(name, "o_proj"), h * config.vHeadDim(), d, false);
-        rope = new Rope(config.qkRopeHeadDim(), config.ropeTheta());
-        attention = new SegmentAttention(h, config.qkHeadDim(), config.vHeadDim(), config.softmaxScale());
+                shape.kvLoraRank() + shape.qkRopeHeadDim(), false);
+        kvALayerNorm = new RmsNorm(Parameter.join(name, "kv_a_layernorm"), shape.kvLoraRank(), shape.latentNormEps());
+        kvBProj = new Linear(Parameter.join(name, "kv_b_proj"), shape.kvLoraRank(),
+                h * (shape.qkNopeHeadDim() + shape.vHeadDim()), false);
+        oProj = new Linear(Parameter.join(name, "o_proj"), h * shape.vHeadDim(), d, false);
+        rope = new Rope(shape.qkRopeHeadDim(), shape.ropeTheta());
+        attention = new SegmentAttention(h, shape.qkHeadDim(), shape.vHeadDim(), shape.softmaxScale());
     }
 
-    public MlaConfig config() {
-        return config;
+    public MlaShape shape() {
+        return shape;
     }
 
     @Override
@@ -107,7 +107,7 @@ public final class MlaAttention implements Layer {
      */
     public Saved forward(float[] x, Segments segments, int[] positions) {
         int tokens = segments.tokens();
-        Shapes.check(Parameter.join(name, "input"), x, tokens, config.hidden());
+        Shapes.check(Parameter.join(name, "input"), x, tokens, shape.hidden());
         checkPositions(positions, tokens);
         Linear.Saved qA = null;
         RmsNorm.Saved qANormed = null;
@@ -123,19 +123,19 @@ public final class MlaAttention implements Layer {
         RmsNorm.Saved kvNormed = kvALayerNorm.forward(latentPart(kvA.output(), tokens), tokens);
         Linear.Saved kvB = kvBProj.forward(kvNormed.output(), tokens);
 
-        int heads = config.heads();
-        int nope = config.qkNopeHeadDim();
-        int ropeDim = config.qkRopeHeadDim();
-        int qk = config.qkHeadDim();
-        int kvWidth = nope + config.vHeadDim();
-        int latentWidth = config.kvLoraRank() + ropeDim;
+        int heads = shape.heads();
+        int nope = shape.qkNopeHeadDim();
+        int ropeDim = shape.qkRopeHeadDim();
+        int qk = shape.qkHeadDim();
+        int kvWidth = nope + shape.vHeadDim();
+        int latentWidth = shape.kvLoraRank() + ropeDim;
         float[] queries = q.output().clone();
         float[] keys = new float[tokens * heads * qk];
-        float[] values = new float[tokens * heads * config.vHeadDim()];
+        float[] values = new float[tokens * heads * shape.vHeadDim()];
         Parallel.forBlocks(tokens, TOKEN_BLOCK, (from, to) -> {
             float[] keyRope = new float[ropeDim];
             for (int t = from; t < to; t++) {
-                System.arraycopy(kvA.output(), t * latentWidth + config.kvLoraRank(), keyRope, 0, ropeDim);
+                System.arraycopy(kvA.output(), t * latentWidth + shape.kvLoraRank(), keyRope, 0, ropeDim);
                 rope.rotate(keyRope, 0, positions[t]);
                 for (int h = 0; h < heads; h++) {
                     int qkRow = (t * heads + h) * qk;
@@ -143,8 +143,8 @@ public final class MlaAttention implements Layer {
                     rope.rotate(queries, qkRow + nope, positions[t]);
                     System.arraycopy(kvB.output(), kvRow, keys, qkRow, nope);
                     System.arraycopy(keyRope, 0, keys, qkRow + nope, ropeDim);
-                    System.arraycopy(kvB.output(), kvRow + nope, values, (t * heads + h) * config.vHeadDim(),
-                            config.vHeadDim());
+                    System.arraycopy(kvB.output(), kvRow + nope, values, (t * heads + h) * shape.vHeadDim(),
+                            shape.vHeadDim());
                 }
             }
         });
@@ -156,12 +156,12 @@ public final class MlaAttention implements Layer {
     /** Returns {@code dx [T,d]} and adds every parameter's gradient. */
     public float[] backward(Saved saved, float[] dy) {
         int tokens = saved.segments().tokens();
-        int heads = config.heads();
-        int nope = config.qkNopeHeadDim();
-        int ropeDim = config.qkRopeHeadDim();
-        int qk = config.qkHeadDim();
-        int kvWidth = nope + config.vHeadDim();
-        int latentWidth = config.kvLoraRank() + ropeDim;
+        int heads = shape.heads();
+        int nope = shape.qkNopeHeadDim();
+        int ropeDim = shape.qkRopeHeadDim();
+        int qk = shape.qkHeadDim();
+        int kvWidth = nope + shape.vHeadDim();
+        int latentWidth = shape.kvLoraRank() + ropeDim;
         int[] positions = saved.positions();
 
         float[] dAttended = oProj.backward(saved.out(), dy);
@@ -171,14 +171,14 @@ public final class MlaAttention implements Layer {
         float[] dkvA = new float[tokens * latentWidth];
         Parallel.forBlocks(tokens, TOKEN_BLOCK, (from, to) -> {
             for (int t = from; t < to; t++) {
-                int ropeOut = t * latentWidth + config.kvLoraRank();
+                int ropeOut = t * latentWidth + shape.kvLoraRank();
                 for (int h = 0; h < heads; h++) {
                     int qkRow = (t * heads + h) * qk;
                     int kvRow = (t * heads + h) * kvWidth;
                     rope.rotateBack(dq, qkRow + nope, positions[t]);
                     System.arraycopy(g.dk(), qkRow, dkvB, kvRow, nope);
-                    System.arraycopy(g.dv(), (t * heads + h) * config.vHeadDim(), dkvB, kvRow + nope,
-                            config.vHeadDim());
+                    System.arraycopy(g.dv(), (t * heads + h) * shape.vHeadDim(), dkvB, kvRow + nope,
+                            shape.vHeadDim());
                     // The rotary key is shared by all heads: its gradient sums over them (in head order).
                     for (int j = 0; j < ropeDim; j++) {
                         dkvA[ropeOut + j] += g.dk()[qkRow + nope + j];
@@ -189,7 +189,7 @@ public final class MlaAttention implements Layer {
         });
         float[] dLatent = kvALayerNorm.backward(saved.kvNormed(), kvBProj.backward(saved.kvB(), dkvB));
         for (int t = 0; t < tokens; t++) {
-            System.arraycopy(dLatent, t * config.kvLoraRank(), dkvA, t * latentWidth, config.kvLoraRank());
+            System.arraycopy(dLatent, t * shape.kvLoraRank(), dkvA, t * latentWidth, shape.kvLoraRank());
         }
         float[] dx = kvAProj.backward(saved.kvA(), dkvA);
         float[] dxQuery;
@@ -207,8 +207,8 @@ public final class MlaAttention implements Layer {
 
     /** {@code c_kv = c[:, :Ckv]} as its own {@code [T,Ckv]} array. */
     private float[] latentPart(float[] c, int tokens) {
-        int rank = config.kvLoraRank();
-        int width = rank + config.qkRopeHeadDim();
+        int rank = shape.kvLoraRank();
+        int width = rank + shape.qkRopeHeadDim();
         float[] latent = new float[tokens * rank];
         for (int t = 0; t < tokens; t++) {
             System.arraycopy(c, t * width, latent, t * rank, rank);

@@ -6,11 +6,12 @@ import java.util.Random;
 
 /**
  * A trainable tensor: its full name (Hugging Face style, {@code "mlp.gate_proj.weight"}), row-major shape, fp32
- * values and a gradient buffer of the same size that backward passes add into.
+ * values and a gradient buffer of the same size that backward passes add into. It is the optimizer's
+ * {@link NamedParameter}, so layers' parameters go to AdamW, clipping and checkpoints as they are.
  *
- * @param name  dotted name; a model prefixes it with {@code model.layers.{i}.} by building its layers with that prefix
- * @param shape dimensions, row-major (a Linear weight is {@code [out, in]} as in PyTorch)
- * @param values parameter values (fp32 master weights, updated in place by the optimizer)
+ * @param name   dotted name; a model prefixes it with {@code model.layers.{i}.} by building its layers with that prefix
+ * @param shape  dimensions, row-major (a Linear weight is {@code [out, in]} as in PyTorch)
+ * @param values parameter values (fp32 master weights)
  * @param grads  accumulated gradient; {@link #zeroGrad()} clears it
  */
 public record Parameter(String name, int[] shape, float[] values, float[] grads) implements NamedParameter {

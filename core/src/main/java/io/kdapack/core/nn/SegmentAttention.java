@@ -37,7 +37,6 @@ public final class SegmentAttention {
     }
 
     public Saved forward(Segments segments, float[] q, float[] k, float[] v) {
-        checkSegments(segments);
         Shapes.check("attention q", q, segments.tokens(), heads * keyDim);
         Shapes.check("attention k", k, segments.tokens(), heads * keyDim);
         Shapes.check("attention v", v, segments.tokens(), heads * valueDim);
@@ -106,17 +105,6 @@ public final class SegmentAttention {
             }
         });
         return new Gradients(dq, dk, dv);
-    }
-
-    private static void checkSegments(Segments s) {
-        int previousEnd = 0;
-        for (int n = 0; n < s.count(); n++) {
-            if (s.start(n) < previousEnd || s.end(n) < s.start(n) || s.end(n) > s.tokens()) {
-                throw new IllegalArgumentException("segment " + n + " = [" + s.start(n) + "," + s.end(n)
-                        + ") must satisfy " + previousEnd + " <= start <= end <= T = " + s.tokens());
-            }
-            previousEnd = s.end(n);
-        }
     }
 
     /**

@@ -4,8 +4,7 @@ package io.kdapack.core.optim;
  * A trainable tensor as the optimizer, gradient clipping and checkpoints see it: a name (Hugging Face style,
  * e.g. {@code model.layers.0.self_attn.A_log}), a row-major shape, the fp32 master values and the gradient
  * accumulated for them. Both arrays are owned by the model and updated in place; they have
- * {@code product(shape)} elements. A record {@code Parameter(String name, int[] shape, float[] values,
- * float[] grads)} implements this interface as it stands.
+ * {@code product(shape)} elements. {@code io.kdapack.core.nn.Parameter} implements it.
  */
 public interface NamedParameter {
 

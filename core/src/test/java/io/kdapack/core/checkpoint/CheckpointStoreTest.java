@@ -39,7 +39,7 @@ class CheckpointStoreTest {
     private static Checkpoint checkpointAt(long step) {
         AdamW adam = new AdamW(ADAM);
         List<Param> params = model(adam, (int) step);
-        return Checkpoint.of(new TrainingState(step, step * 8, "cfg-abc", Map.of("data", "12345")), params, adam);
+        return Checkpoint.of(new TrainingState(step, step * 8, "cfg-abc", Map.of("data", "12345")), params, adam.state());
     }
 
     @Test
@@ -47,7 +47,7 @@ class CheckpointStoreTest {
         AdamW adam = new AdamW(ADAM);
         List<Param> params = model(adam, 3);
         CheckpointStore store = new CheckpointStore(root);
-        Path dir = store.save(Checkpoint.of(new TrainingState(3, 24, "cfg-abc", Map.of("dropout", "7")), params, adam));
+        Path dir = store.save(Checkpoint.of(new TrainingState(3, 24, "cfg-abc", Map.of("dropout", "7")), params, adam.state()));
 
         assertEquals(root.resolve("step-00000003"), dir);
         assertEquals("step-00000003", Files.readString(root.resolve("latest")).strip());
@@ -128,7 +128,7 @@ class CheckpointStoreTest {
         CheckpointStore store = new CheckpointStore(root);
         store.save(checkpointAt(2));
         Checkpoint other = Checkpoint.of(new TrainingState(2, 99, "cfg-new", Map.of()), model(new AdamW(ADAM), 0),
-                new AdamW(ADAM));
+                new AdamW(ADAM).state());
         store.save(other);
         assertEquals(99, store.loadLatest().orElseThrow().state().consumedSamples());
         assertEquals(List.of("latest", "step-00000002"), entries(root));

@@ -69,6 +69,8 @@ class LinearTest {
         Linear linear = new Linear("model.layers.0.self_attn.o_proj", 3, 2, true);
         assertEquals(List.of("model.layers.0.self_attn.o_proj.weight", "model.layers.0.self_attn.o_proj.bias"),
                 linear.parameters().stream().map(Parameter::name).toList());
+        // Layers' parameters are what the optimizer and checkpoints take.
+        assertEquals(6, io.kdapack.core.optim.NamedParameter.checkedSize(linear.weight()));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> linear.forward(new float[7], 2));
         assertEquals("model.layers.0.self_attn.o_proj.weight input: expected 6 values for shape [2,3], got 7",

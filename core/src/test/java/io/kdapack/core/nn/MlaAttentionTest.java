@@ -16,12 +16,12 @@ import org.junit.jupiter.api.Test;
 class MlaAttentionTest {
     private static final int HIDDEN = 8;
 
-    private static MlaConfig config(Integer qLoraRank) {
-        return new MlaConfig(HIDDEN, 2, qLoraRank, 5, 3, 4, 3, 10000, 1e-6f);
+    private static MlaShape shape(Integer qLoraRank) {
+        return new MlaShape(HIDDEN, 2, qLoraRank, 5, 3, 4, 3, 10000, 1e-6f);
     }
 
     private static MlaAttention randomLayer(Integer qLoraRank, long seed) {
-        MlaAttention mla = new MlaAttention("self_attn", config(qLoraRank));
+        MlaAttention mla = new MlaAttention("self_attn", shape(qLoraRank));
         Random random = new Random(seed);
         for (Parameter p : mla.parameters()) {
             // Norm weights around 1, projections small enough that the softmax is not saturated.
@@ -147,6 +147,17 @@ class MlaAttentionTest {
     }
 
     @Test
+    void shapeComesFromTheModelConfiguration() {
+        io.kdapack.config.ModelConfig model = io.kdapack.config.ModelConfig.defaults();
+        MlaShape shape = MlaShape.of(model);
+        assertEquals(model.hiddenSize(), shape.hidden());
+        assertEquals(model.mla().numHeads(), shape.heads());
+        assertEquals(model.mla().qLoraRank(), shape.qLoraRank());
+        assertEquals(model.mla().qkNopeHeadDim() + model.mla().qkRopeHeadDim(), shape.qkHeadDim());
+        assertEquals(1e-6f, shape.latentNormEps());
+    }
+
+    @Test
     void rejectsBadArguments() {
         MlaAttention mla = randomLayer(null, 1);
         Segments segments = new Segments(2, new int[] {0}, new int[] {2});
@@ -156,7 +167,7 @@ class MlaAttentionTest {
                 assertThrows(IllegalArgumentException.class,
                         () -> mla.forward(new float[HIDDEN], segments, new int[] {0, 1})).getMessage());
         assertEquals("qk_rope_head_dim must be even and >= 2, got 3", assertThrows(IllegalArgumentException.class,
-                () -> new MlaConfig(8, 2, null, 5, 3, 3, 3, 10000, 1e-6f)).getMessage());
+                () -> new MlaShape(8, 2, null, 5, 3, 3, 3, 10000, 1e-6f)).getMessage());
     }
 
     /** Output, dx and every parameter gradient, computed inside {@code pool}. */

@@ -17,10 +17,13 @@ package io.kdapack.core.nn;
  * <p>No rope scaling: the softmax scale is exactly {@code 1/sqrt(P+R)} (DeepSeek's YaRN {@code mscale} correction
  * is not applied).
  */
-public record MlaConfig(int hidden, int heads, Integer qLoraRank, int kvLoraRank, int qkNopeHeadDim,
-                        int qkRopeHeadDim, int vHeadDim, double ropeTheta, float latentNormEps) {
+public record MlaShape(int hidden, int heads, Integer qLoraRank, int kvLoraRank, int qkNopeHeadDim,
+                       int qkRopeHeadDim, int vHeadDim, double ropeTheta, float latentNormEps) {
 
-    public MlaConfig {
+    /** eps of {@code DeepseekV2RMSNorm}'s default, used for {@code q_a_layernorm} and {@code kv_a_layernorm}. */
+    public static final float DEEPSEEK_LATENT_NORM_EPS = 1e-6f;
+
+    public MlaShape {
         positive("hidden_size", hidden);
         positive("num_heads", heads);
         if (qLoraRank != null) {
@@ -38,6 +41,16 @@ public record MlaConfig(int hidden, int heads, Integer qLoraRank, int kvLoraRank
         if (!(latentNormEps > 0)) {
             throw new IllegalArgumentException("latent norm eps must be > 0, got " + latentNormEps);
         }
+    }
+
+    /**
+     * The MLA layers of a model configuration; the latent norms use eps 1e-6 as Hugging Face's DeepSeek-V2 code
+     * does, whatever {@code rms_norm_eps} is.
+     */
+    public static MlaShape of(io.kdapack.config.ModelConfig model) {
+        io.kdapack.config.MlaConfig mla = model.mla();
+        return new MlaShape(model.hiddenSize(), mla.numHeads(), mla.qLoraRank(), mla.kvLoraRank(), mla.qkNopeHeadDim(),
+                mla.qkRopeHeadDim(), mla.vHeadDim(), mla.ropeTheta(), DEEPSEEK_LATENT_NORM_EPS);
     }
 
     /** Per-head query/key width {@code qk_nope_head_dim + qk_rope_head_dim}. */
