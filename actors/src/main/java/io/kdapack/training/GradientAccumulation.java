@@ -79,9 +79,12 @@ public final class GradientAccumulation {
         return LossReport.logged(main);
     }
 
-    /** The logged MTP loss {@code Σ sums / Σ counts} (before its factor), or null without MTP. */
+    /**
+     * The logged MTP loss as Megatron logs it (before its factor): the mean over the micro-batches of each one's
+     * {@code mtp_sum / max(mtp_count, 1)}; null without MTP.
+     */
     public Double mtpLoss() {
-        return mtpDepth > 0 ? LossReport.logged(mtp) : null;
+        return mtpDepth > 0 ? LossScaling.objective(LossMode.PER_MICROBATCH_MEAN, mtp) : null;
     }
 
     /** The main loss's reports, one per micro-batch added. */

@@ -6,7 +6,8 @@ package io.kdapack.training;
  * @param step       optimizer steps completed, this one included (1 for the first)
  * @param loss       the logged language-model loss {@code Σ sums / Σ counts} over the step's micro-batches (0 when no
  *                   token counted)
- * @param mtpLoss    the multi-token-prediction loss {@code Σ sums / Σ counts} before its factor; null without MTP
+ * @param mtpLoss    the multi-token-prediction loss before its factor, as Megatron logs it (mean over the micro-batches
+ *                   of each one's token mean); null without MTP
  * @param tokens     input positions processed in the step ({@code M·B·L}, padding included)
  * @param segments   documents (segments) in the step's micro-batches, a document cut by a sample boundary counted
  *                   in each sample

@@ -2,7 +2,6 @@ package io.kdapack.training;
 
 import io.kdapack.config.CheckpointConfig;
 import io.kdapack.config.KdapackConfig;
-import io.kdapack.config.OptimizerConfig;
 import io.kdapack.config.TrainConfig;
 import io.kdapack.core.checkpoint.Checkpoint;
 import io.kdapack.core.checkpoint.CheckpointStore;
@@ -10,10 +9,7 @@ import io.kdapack.core.checkpoint.TrainingState;
 import io.kdapack.core.loss.LossMode;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
-import io.kdapack.core.optim.AdamW;
-import io.kdapack.core.optim.AdamWOptions;
-import io.kdapack.core.optim.CosineSchedule;
-import io.kdapack.core.optim.GradientClipping;
+import io.kdapack.core.optim.TrainingOptimizer;
 import io.kdapack.core.nn.Parameter;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -28,8 +24,9 @@ import java.util.concurrent.ForkJoinTask;
 /**
  * The training loop of DESIGN §4, one optimizer step at a time. A step reads the next {@code M} micro-batches of the
  * Megatron sample order, runs each forward and backward with the {@link GradientAccumulation} weights of the
- * configured accumulation mode (gradients add up in the fp32 parameter buffers, which are the master weights), clips
- * the global gradient norm, and updates with AdamW at the warmup + cosine learning rate.
+ * configured accumulation mode (gradients add up in the fp32 parameter buffers, which are the master weights), then
+ * {@link TrainingOptimizer} clips the global gradient norm and updates with AdamW at the warmup + cosine learning rate
+ * (docs/training.md).
  *
  * <p>Determinism: the model runs in a fork-join pool of {@code train.threads} workers and its layers write disjoint
  * outputs and reduce in a fixed order; micro-batches run one after the other in index order; the norm, the clip and
@@ -46,26 +43,21 @@ public final class Trainer implements AutoCloseable {
     private final List<Parameter> parameters;
     private final MicroBatchAssembler batches;
     private final CheckpointStore checkpoints;
-    private final CosineSchedule schedule;
-    private final AdamWOptions adamOptions;
     private final LossMode lossMode;
     private final ForkJoinPool pool;
-    private AdamW optimizer;
+    private TrainingOptimizer optimizer;
     private long stepsDone;
 
     private Trainer(KdapackConfig config, LanguageModel model, MicroBatchAssembler batches, CheckpointStore checkpoints,
                     int threads) {
         TrainConfig train = config.train();
-        OptimizerConfig opt = train.optimizer();
         this.config = config;
         this.model = model;
         this.parameters = List.copyOf(model.parameters());
         this.batches = batches;
         this.checkpoints = checkpoints;
-        this.schedule = new CosineSchedule(opt.lr(), opt.minLr(), opt.warmupSteps(), train.steps());
-        this.adamOptions = new AdamWOptions(opt.beta1(), opt.beta2(), opt.eps(), opt.weightDecay());
         this.lossMode = LossMode.of(train.calculatePerTokenLoss());
-        this.optimizer = new AdamW(adamOptions);
+        this.optimizer = new TrainingOptimizer(train.optimizer(), train.steps());
         this.pool = new ForkJoinPool(threads);
     }
 
@@ -150,8 +142,8 @@ public final class Trainer implements AutoCloseable {
      * One optimizer step on {@code microBatches} (those of {@link #microBatches(long)} for {@code stepsDone + 1} to
      * follow the Megatron order).
      *
-     * @throws IllegalStateException when the run is finished or the gradient is not finite (the weights are then left
-     *                               as they were before the step)
+     * @throws IllegalStateException when the run is finished or the gradient norm is not finite (the weights are then
+     *                               left as they were before the step)
      */
     public StepResult train(List<MicroBatch> microBatches) {
         requireUnfinished();
@@ -168,17 +160,11 @@ public final class Trainer implements AutoCloseable {
             tokens += batch.size();
             segments += MicroBatchAssembler.segmentCount(batch);
         }
-        double gradNorm = GradientClipping.clipByGlobalNorm(parameters, config.train().optimizer().clipGrad());
-        if (!Double.isFinite(gradNorm)) {
-            throw new IllegalStateException("step " + (stepsDone + 1) + ": gradient norm is " + gradNorm
-                    + " (loss " + accumulation.loss() + "); lower train.optimizer.lr or check the data");
-        }
-        double lr = schedule.lr(stepsDone);
-        optimizer.step(parameters, lr);
+        TrainingOptimizer.StepStats update = optimizer.step(parameters);
         stepsDone++;
         double seconds = Math.max((System.nanoTime() - start) / 1e9, 1e-9);
-        return new StepResult(stepsDone, accumulation.loss(), accumulation.mtpLoss(), tokens, segments, gradNorm, lr,
-                tokens / seconds);
+        return new StepResult(stepsDone, accumulation.loss(), accumulation.mtpLoss(), tokens, segments,
+                update.gradNorm(), update.lr(), tokens / seconds);
     }
 
     /** A forward pass only (no gradient), with the current weights, in the trainer's pool. */
@@ -189,7 +175,7 @@ public final class Trainer implements AutoCloseable {
     /** Writes a checkpoint of the current state (atomically; see {@link CheckpointStore}). */
     public Path saveCheckpoint() throws IOException {
         TrainingState state = new TrainingState(stepsDone, consumedSamples(), resumeFingerprint(config), Map.of());
-        return checkpoints.save(Checkpoint.of(state, parameters, optimizer));
+        return checkpoints.save(Checkpoint.of(state, parameters, optimizer.state()));
     }
 
     /**
@@ -223,7 +209,7 @@ public final class Trainer implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new IOException(latest.get() + ": " + e.getMessage(), e);
         }
-        optimizer = AdamW.restore(adamOptions, checkpoint.optimizer());
+        optimizer = TrainingOptimizer.restore(config.train().optimizer(), totalSteps(), checkpoint.optimizer());
         stepsDone = state.step();
         return Optional.of(stepsDone);
     }

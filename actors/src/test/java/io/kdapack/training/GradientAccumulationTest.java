@@ -57,6 +57,7 @@ class GradientAccumulationTest {
             double[] expected = new double[gradientSize(model)];
             double loggedSum = 0;
             long loggedCount = 0;
+            double mtpMeans = 0;
             for (int m = 0; m < batches.size(); m++) {
                 MicroBatch b = batches.get(m);
                 double a = mode == LossMode.PER_TOKEN ? 1.0 / total : 1.0 / b.lossTokens() / batches.size();
@@ -70,9 +71,11 @@ class GradientAccumulationTest {
                 acc.add(m, out);
                 loggedSum += out.lossSum();
                 loggedCount += out.lossCount();
+                mtpMeans += out.mtpLossSum() / out.mtpLossCount();
             }
             assertTrue(acc.complete());
             assertEquals(loggedSum / loggedCount, acc.loss(), 0, "logged loss = Σ sums / Σ counts in both modes");
+            assertEquals(mtpMeans / batches.size(), acc.mtpLoss(), 1e-12, "MTP loss: mean of per-micro-batch means");
             double[] actual = flatGradient(model);
             assertTrue(relativeError(actual, expected) < 1e-5, mode + ": " + relativeError(actual, expected));
         }
