@@ -38,6 +38,24 @@ class DataSynthCommandTest {
         }
     }
 
+    @Test
+    void pairBoundsSetTheDocumentLengthsAndKeepTheTokenIds(@TempDir Path dir) throws Exception {
+        Path prefix = dir.resolve("three");
+        String out = run(0, "data", "synth", "--out", prefix.toString(), "--docs", "10", "--seed", "5",
+                "--min-pairs", "3", "--max-pairs", "3");
+        assertTrue(out.contains("\"eod_id\":129") && out.contains("\"query_id\":128"), out);
+        IndexedDataset written = IndexedDataset.open(prefix);
+        for (int d = 0; d < 10; d++) {
+            int[] doc = written.sequence(d);
+            assertEquals(3 * 4 + 2, doc.length, "3 bindings, QUERY, 3 queries, EOD");
+            assertEquals(128, doc[6]);
+            assertEquals(129, doc[13]);
+        }
+        String err = runErr(Main.EXIT_BAD_INPUT, "data", "synth", "--out", prefix.toString(), "--docs", "10", "--seed",
+                "5", "--min-pairs", "4", "--max-pairs", "3");
+        assertTrue(err.contains("minPairs=4 maxPairs=3"), err);
+    }
+
     /**
      * Round trip through {@code data samples}: the dumped samples of the synthetic set are the training loop's
      * micro-batches (same Megatron order, masks, positions and segments).
