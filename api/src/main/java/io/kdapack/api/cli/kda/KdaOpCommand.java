@@ -7,6 +7,7 @@ import io.kdapack.core.kda.KdaCase;
 import io.kdapack.core.kda.KdaChunked;
 import io.kdapack.core.kda.KdaRecurrent;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -45,6 +46,9 @@ public final class KdaOpCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        if (!Files.isRegularFile(in)) {
+            throw new IllegalArgumentException("--in " + in + ": no such file");
+        }
         KdaCase c = KdaCase.from(SafeTensors.read(in));
         int workers = threads == null ? Runtime.getRuntime().availableProcessors() : threads;
         KdaBackend op = backend == Backend.cpu ? new KdaChunked(workers) : new KdaRecurrent(workers);

@@ -31,7 +31,7 @@ class KdaOpCommandTest {
     Path tmp;
 
     @ParameterizedTest
-    @CsvSource({"03_chunk_edges_gva, cpu, f64", "10_batched_segment_ids, cpu, f32", "10_batched_segment_ids, reference, f64"})
+    @CsvSource({"03_chunk_edges_gva, cpu, f64", "10_batched_segment_ids, reference, f32"})
     void writesGoldenResults(String name, String backend, String dtype) throws Exception {
         Path in = Path.of(getClass().getResource("/golden/kda/" + name + ".safetensors").toURI());
         Path out = tmp.resolve(name + ".out.safetensors");
@@ -80,6 +80,12 @@ class KdaOpCommandTest {
         new SafeTensors(golden.metadata(), tensors).write(broken);
         String err = runExpectingFailure(broken);
         assertTrue(err.contains("beta has 7 values"), err);
+    }
+
+    @Test
+    void missingFileIsAOneLineErrorWithExitCode2() {
+        String err = runExpectingFailure(tmp.resolve("absent.safetensors"));
+        assertTrue(err.contains("absent.safetensors: no such file"), err);
     }
 
     @Test
