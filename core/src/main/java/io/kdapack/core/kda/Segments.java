@@ -27,8 +27,8 @@ public record Segments(int tokens, int[] starts, int[] ends) {
         int previousEnd = 0;
         for (int n = 0; n < starts.length; n++) {
             if (starts[n] < previousEnd || ends[n] < starts[n] || ends[n] > tokens) {
-                throw new IllegalArgumentException("segment " + n + " = [" + starts[n] + "," + ends[n]
-                        + ") must satisfy " + previousEnd + " <= start <= end <= T = " + tokens);
+                throw new IllegalArgumentException("segment " + n + " = [" + starts[n] + ", " + ends[n]
+                        + ") must satisfy " + previousEnd + " <= start <= end <= tokens = " + tokens);
             }
             previousEnd = ends[n];
         }

@@ -76,9 +76,9 @@ class VarlenTest {
 
     @Test
     void segmentsMustBeOrderedAndInside() {
-        assertMessage("segment 1 = [2,4) must satisfy 3 <= start <= end <= T = 5",
+        assertMessage("segment 1 = [2, 4) must satisfy 3 <= start <= end <= tokens = 5",
                 () -> new Segments(5, new int[] {0, 2}, new int[] {3, 4}));
-        assertMessage("segment 0 = [0,6) must satisfy 0 <= start <= end <= T = 5",
+        assertMessage("segment 0 = [0, 6) must satisfy 0 <= start <= end <= tokens = 5",
                 () -> new Segments(5, new int[] {0}, new int[] {6}));
         assertMessage("starts has 2 entries but ends has 1", () -> new Segments(5, new int[] {0, 1}, new int[] {1}));
     }
