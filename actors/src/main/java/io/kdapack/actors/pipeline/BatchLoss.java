@@ -1,0 +1,16 @@
+package io.kdapack.actors.pipeline;
+
+import java.util.List;
+
+/**
+ * The loss of one packed batch under the current weights (no gradient).
+ *
+ * @param total    Σ over the batch
+ * @param segments one entry per segment, in row-major order of their first token
+ */
+public record BatchLoss(LossSum total, List<LossSum> segments) {
+
+    public BatchLoss {
+        segments = List.copyOf(segments);
+    }
+}
