@@ -23,6 +23,7 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.japi.function.Function;
 import org.apache.pekko.pattern.StatusReply;
 
 /**
@@ -97,7 +98,8 @@ public final class JobService {
             if (status.state().isTerminal()) {
                 throw ApiException.conflict("job " + id + " is not running (" + status.state().name().toLowerCase() + ")");
             }
-            return this.<StatusReply<BatchLoss>>ask(replyTo -> new JobManager.Evaluate(id, batch, replyTo))
+            return this.<StatusReply<BatchLoss>>ask(replyTo -> new JobManager.Evaluate(id, batch, replyTo),
+                            "job " + id + " (its model is busy with a step, or stuck)")
                     .thenApply(reply -> {
                         if (reply.isError()) {
                             throw ApiException.badRequest(reply.getError().getMessage(), null);
@@ -122,12 +124,17 @@ public final class JobService {
                 });
     }
 
-    private <T> CompletionStage<T> ask(org.apache.pekko.japi.function.Function<ActorRef<T>, JobManager.Command> message) {
+    private <T> CompletionStage<T> ask(Function<ActorRef<T>, JobManager.Command> message) {
+        return ask(message, "the job manager");
+    }
+
+    /** Asks the manager; a timeout becomes 503 naming {@code who} did not answer. */
+    private <T> CompletionStage<T> ask(Function<ActorRef<T>, JobManager.Command> message, String who) {
         return AskPattern.ask(manager, message, timeout, scheduler).exceptionally(failure -> {
             Throwable cause = failure instanceof CompletionException ? failure.getCause() : failure;
             if (cause instanceof TimeoutException) {
-                throw new ApiException(HttpResponseStatus.SERVICE_UNAVAILABLE,
-                        "the job manager did not answer within " + timeout, null);
+                throw new ApiException(HttpResponseStatus.SERVICE_UNAVAILABLE, who + " did not answer within " + timeout,
+                        null);
             }
             throw failure instanceof CompletionException c ? c : new CompletionException(failure);
         });
