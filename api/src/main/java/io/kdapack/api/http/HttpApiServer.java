@@ -9,9 +9,14 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
 
 /** Bootstrap of the HTTP server: binds, and on close stops accepting and shuts the event loops down. */
 public final class HttpApiServer implements AutoCloseable {
+
+    /** Jobs have checkpointed before the server closes, so in-flight responses need only a short grace. */
+    private static final long QUIET_MILLIS = 100;
+    private static final long TIMEOUT_MILLIS = 5000;
 
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
@@ -47,13 +52,16 @@ public final class HttpApiServer implements AutoCloseable {
         return (InetSocketAddress) channel.localAddress();
     }
 
+    /** Stops accepting, then closes open connections (event streams included) within a few seconds. */
     @Override
     public void close() {
         try {
             channel.close().syncUninterruptibly();
         } finally {
-            boss.shutdownGracefully().syncUninterruptibly();
-            workers.shutdownGracefully().syncUninterruptibly();
+            var bossDone = boss.shutdownGracefully(QUIET_MILLIS, TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            var workersDone = workers.shutdownGracefully(QUIET_MILLIS, TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            bossDone.syncUninterruptibly();
+            workersDone.syncUninterruptibly();
         }
     }
 }

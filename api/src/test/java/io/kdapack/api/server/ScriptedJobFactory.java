@@ -121,6 +121,10 @@ public final class ScriptedJobFactory implements JobFactory {
                     public void saveCheckpoint(long step) {
                         saved.add(step);
                     }
+
+                    @Override
+                    public void close() {
+                    }
                 };
             }
         };
