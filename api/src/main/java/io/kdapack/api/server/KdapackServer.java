@@ -3,6 +3,8 @@ package io.kdapack.api.server;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.api.http.HttpApiInitializer;
 import io.kdapack.api.http.HttpApiServer;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
@@ -46,7 +48,12 @@ public final class KdapackServer implements AutoCloseable {
     public static KdapackServer start(ServerSettings settings, String token, JobFactory factory)
             throws IOException, InterruptedException {
         byte[] openApi = openApiDocument();
-        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished()), "kdapack");
+        // Shutdown order is ours (jobs checkpoint, then HTTP, then actors): Pekko's own JVM hook would stop
+        // the actors concurrently with it, before the jobs could checkpoint.
+        Config config = ConfigFactory.parseString("pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off")
+                .withFallback(ConfigFactory.load());
+        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished()), "kdapack",
+                config);
         ExecutorService factoryCalls = Executors.newFixedThreadPool(2, Thread.ofPlatform().name("job-factory-", 0)
                 .daemon(true).factory());
         try {
