@@ -8,6 +8,8 @@ import io.kdapack.actors.pipeline.StepCompute;
 import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Queue;
 import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -25,7 +27,9 @@ import org.apache.pekko.pattern.StatusReply;
  * <p>For a {@link RunStep} it pulls the step's micro-batches one by one from the segmenter (work pulling:
  * it asks for the next only when it is ready for it), runs forward and backward on each and hands the losses
  * to the loss actor. A micro-batch that does not arrive within the pull timeout, or one out of order, fails
- * the stage.
+ * the stage. {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so
+ * they never come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later
+ * ones are refused as busy.
  */
 public final class Model extends AbstractBehavior<Model.Command> {
 
@@ -64,11 +68,16 @@ public final class Model extends AbstractBehavior<Model.Command> {
     private record Pulled(Segmenter.Delivered delivered, Throwable failure) implements Command {
     }
 
+    static final int MAX_WAITING_EVALUATIONS = 64;
+
     private final TrainingBackend backend;
     private final Duration pullTimeout;
     private StepCompute compute;
     private RunStep current;
     private int done;
+    /** True from a {@link RunStep} until its {@link ApplyOptimizer}: gradients are partly accumulated. */
+    private boolean inStep;
+    private final Queue<Evaluate> waitingEvaluations = new ArrayDeque<>();
 
     public static Behavior<Command> create(TrainingBackend backend, Duration pullTimeout) {
         return Behaviors.setup(context -> new Model(context, backend, pullTimeout));
@@ -104,6 +113,7 @@ public final class Model extends AbstractBehavior<Model.Command> {
         }
         current = step;
         done = 0;
+        inStep = true;
         pullNext();
         return this;
     }
@@ -139,6 +149,10 @@ public final class Model extends AbstractBehavior<Model.Command> {
 
     private Behavior<Command> onApplyOptimizer(ApplyOptimizer apply) throws Exception {
         apply.replyTo().tell(new Applied(apply.loss().step(), compute().optimizerStep(apply.loss())));
+        inStep = false;
+        while (!waitingEvaluations.isEmpty()) {
+            evaluate(waitingEvaluations.remove());
+        }
         return this;
     }
 
@@ -149,12 +163,23 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     private Behavior<Command> onEvaluate(Evaluate evaluate) {
+        if (!inStep) {
+            evaluate(evaluate);
+        } else if (waitingEvaluations.size() < MAX_WAITING_EVALUATIONS) {
+            waitingEvaluations.add(evaluate);
+        } else {
+            evaluate.replyTo().tell(StatusReply.error("the model is busy: " + MAX_WAITING_EVALUATIONS
+                    + " evaluations are already waiting for the current step to finish"));
+        }
+        return this;
+    }
+
+    private void evaluate(Evaluate evaluate) {
         try {
             evaluate.replyTo().tell(StatusReply.success(compute().evaluate(evaluate.batch())));
         } catch (Exception e) {
             evaluate.replyTo().tell(StatusReply.error(e.getMessage() == null ? e.toString() : e.getMessage()));
         }
-        return this;
     }
 
     private StepCompute compute() throws Exception {

@@ -278,6 +278,26 @@ class JobManagerTest {
     }
 
     @Test
+    void anEvaluationArrivingMidStepWaitsForTheOptimizerStep() throws Exception {
+        var manager = manager(SETTINGS);
+        var training = new ScriptedTraining(3, 2, 100).hangingLoaderAt(1);
+        TestProbe<StatusReply<BatchLoss>> reply = testKit.createTestProbe();
+        try {
+            start(manager, "mid-step", training, testKit);
+            assertEquals(0L, training.started.poll(10, TimeUnit.SECONDS));
+            // The model has run micro-batch 0 of step 1 and waits for micro-batch 1, which the loader holds.
+            manager.tell(new JobManager.Evaluate("mid-step", new io.kdapack.actors.pipeline.PackedBatch(1, 1,
+                    new int[] {1}, new int[] {2}, new float[] {1}, new int[] {0}, new int[] {1}), reply.getRef()));
+            list(manager);
+            reply.expectNoMessage(Duration.ofMillis(200));
+        } finally {
+            training.releaseHang.countDown();
+        }
+        assertTrue(reply.receiveMessage(WAIT).isSuccess());
+        assertEquals(List.of("forward 0", "forward 1", "optimizer 1", "evaluate"), training.calls.subList(0, 4));
+    }
+
+    @Test
     void evaluateUsesTheRunningJobsComputeAndRefusesUnknownJobs() {
         var manager = manager(SETTINGS);
         Semaphore gate = new Semaphore(0);

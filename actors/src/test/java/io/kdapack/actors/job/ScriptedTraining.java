@@ -53,6 +53,8 @@ final class ScriptedTraining implements TrainingBackend {
     /** Indices of micro-batches as the model starts them. */
     final BlockingQueue<Long> started = new LinkedBlockingQueue<>();
     volatile boolean computeClosed;
+    /** Compute calls in order: "forward i", "optimizer s", "evaluate". */
+    final List<String> calls = new CopyOnWriteArrayList<>();
 
     ScriptedTraining(long totalSteps, int microBatches, long checkpointEvery) {
         this.plan = new TrainingPlan(totalSteps, microBatches, checkpointEvery);
@@ -177,6 +179,7 @@ final class ScriptedTraining implements TrainingBackend {
                 modelGate.acquire();
             }
             consumed.incrementAndGet();
+            calls.add("forward " + index);
             failIf(Stage.MODEL, index);
             double count = 0;
             for (float m : batch.lossMask()) {
@@ -188,12 +191,14 @@ final class ScriptedTraining implements TrainingBackend {
         @Override
         public OptimizerUpdate optimizerStep(StepLoss accumulated) {
             computeThreads.add(Thread.currentThread());
+            calls.add("optimizer " + accumulated.step());
             return new OptimizerUpdate(accumulated.main().sum(), expectedLr(accumulated.step()));
         }
 
         @Override
         public BatchLoss evaluate(PackedBatch batch) {
             computeThreads.add(Thread.currentThread());
+            calls.add("evaluate");
             double count = 0;
             for (float m : batch.lossMask()) {
                 count += m;

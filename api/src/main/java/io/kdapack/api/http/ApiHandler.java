@@ -2,6 +2,7 @@ package io.kdapack.api.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.JobHandle;
+import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.actors.pipeline.LossSum;
@@ -85,6 +86,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
         }
         outcome.whenComplete((result, failure) -> {
             if (result instanceof Streaming) {
+                ctx.channel().config().setAutoRead(true); // to notice the client leaving
                 return;
             }
             FullHttpResponse response = failure == null ? ((Reply) result).response() : errorResponse(failure);
@@ -95,6 +97,9 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     private CompletionStage<Outcome> serve(ChannelHandlerContext ctx, Request request) {
         String id = request.match().jobId();
+        if (id != null && !JobManager.JOB_ID.matcher(id).matches()) {
+            throw ApiException.badRequest("job id must match " + JobManager.JOB_ID.pattern(), "id");
+        }
         return switch (request.match().route()) {
             case HEALTH -> reply(Responses.json(HttpResponseStatus.OK, Map.of("status", "ok")));
             case OPENAPI -> reply(Responses.bytes(HttpResponseStatus.OK, "application/yaml", openApi));
@@ -116,7 +121,8 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 long lastSeen = lastSeenStep(request);
                 yield jobs.get(id).thenApply(handle -> {
                     JobHandle job = handle.orElseThrow(() -> ApiException.notFound("no job " + id));
-                    ctx.pipeline().addLast(new EventStreamHandler(job.events(), lastSeen));
+                    // The stream owns the connection from now on; a further request on it is dropped.
+                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), lastSeen));
                     return new Streaming();
                 });
             }

@@ -106,6 +106,8 @@ class ApiHandlerTest {
             error(http.exchange("GET /v1/jobs/nope HTTP/1.1\r\nHost: x" + AUTH, ""), 404, "no job nope");
             error(http.exchange("DELETE /v1/jobs/nope HTTP/1.1\r\nHost: x" + AUTH, ""), 404, "no job nope");
             error(http.exchange("GET /v1/jobs/nope/events HTTP/1.1\r\nHost: x" + AUTH, ""), 404, "no job nope");
+            assertEquals("id", error(http.exchange("POST /v1/jobs/%2e%2e/resume HTTP/1.1\r\nHost: x" + AUTH, ""), 400,
+                    "job id must match"));
         }
     }
 
@@ -182,7 +184,10 @@ class ApiHandlerTest {
             assertEquals("job", error(http.exchange(post, "{" + good + "}"), 400, "job is required"));
             error(http.exchange(post, "{\"job\": \"nope\", " + good + "}"), 404, "no job nope");
 
-            FullHttpResponse loss = http.exchange(post, "{\"job\": \"" + job + "\", " + good + "}");
+            // The job is inside step 1 (its loader waits at the gate): the evaluation waits for that step.
+            http.send(post, ("{\"job\": \"" + job + "\", " + good + "}").getBytes(StandardCharsets.UTF_8));
+            factory.gate.release(1);
+            FullHttpResponse loss = http.response();
             assertEquals(200, loss.status().code(), () -> loss.content().toString(StandardCharsets.UTF_8));
             JsonNode body = json(loss);
             assertEquals(2, body.get("segments").size(), "segments 1 and 2");

@@ -193,7 +193,7 @@ class KdapackServerTest {
                 request("/v1/steps").header("Content-Type", "application/json")
                         .POST(HttpRequest.BodyPublishers.ofString("{\"job\": \"x\", \"tokens\": \"abc\"}")).build(),
                 request("/v1/jobs/%2e%2e/resume").POST(HttpRequest.BodyPublishers.noBody()).build());
-        List<Integer> expected = List.of(401, 401, 400, 413, 400, 404);
+        List<Integer> expected = List.of(401, 401, 400, 413, 400, 400);
         for (int i = 0; i < bad.size(); i++) {
             HttpResponse<String> response;
             try {
