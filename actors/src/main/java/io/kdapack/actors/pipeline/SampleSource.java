@@ -1,5 +1,7 @@
 package io.kdapack.actors.pipeline;
 
+import java.io.IOException;
+
 /**
  * Where a job's training samples come from, in Megatron's GPT sample order (the loader stage).
  *
@@ -19,6 +21,6 @@ public interface SampleSource extends AutoCloseable {
 
     /** Releases files and buffers; called once when the loader stops. */
     @Override
-    default void close() throws Exception {
+    default void close() throws IOException {
     }
 }

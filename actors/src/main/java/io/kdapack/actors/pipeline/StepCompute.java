@@ -1,5 +1,7 @@
 package io.kdapack.actors.pipeline;
 
+import java.io.IOException;
+
 /**
  * The compute owner of one job: model weights, gradients, optimizer state and checkpoints.
  *
@@ -42,6 +44,6 @@ public interface StepCompute extends AutoCloseable {
 
     /** Releases the weights and any device context; called once, on the compute thread, when the model stops. */
     @Override
-    default void close() throws Exception {
+    default void close() throws IOException {
     }
 }
