@@ -138,8 +138,15 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             start.replyTo().tell(StatusReply.error(refusal));
             return this;
         }
+        long totalSteps;
+        try {
+            totalSteps = start.backend().plan().totalSteps();
+        } catch (RuntimeException e) {
+            start.replyTo().tell(StatusReply.error("the job's training plan is unavailable: " + e.getMessage()));
+            return this;
+        }
         finishedOrder.remove(id);
-        JobEventLog events = new JobEventLog(start.backend().plan().totalSteps());
+        JobEventLog events = new JobEventLog(totalSteps);
         PipelineGauges gauges = new PipelineGauges();
         hub.tell(new MetricsHub.Register(id, events));
         ActorRef<JobSupervisor.Command> supervisor = getContext().spawn(
@@ -147,7 +154,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                 "job-" + id + "-" + (++runs));
         getContext().watchWith(supervisor, new SupervisorStopped(id, supervisor));
         // The supervisor's first status (STARTING) follows; until then show the same state here.
-        JobStatus starting = JobStatus.starting(id, start.backend().plan().totalSteps(), Instant.now());
+        JobStatus starting = JobStatus.starting(id, totalSteps, Instant.now());
         jobs.put(id, new Job(new JobHandle(starting, events, gauges), supervisor));
         start.replyTo().tell(StatusReply.success(starting));
         return this;

@@ -3,8 +3,10 @@ package io.kdapack.actors.job;
 import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.events.StepEvent;
 import io.kdapack.actors.pipeline.BatchLoss;
+import io.kdapack.actors.pipeline.BatchSegmenter;
 import io.kdapack.actors.pipeline.PackedBatch;
 import io.kdapack.actors.pipeline.PipelineSettings;
+import io.kdapack.actors.pipeline.SampleSource;
 import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.actors.pipeline.TrainingPlan;
@@ -144,8 +146,16 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         ActorContext<Command> context = getContext();
         DispatcherSelector pipeline = DispatcherSelector.fromConfig(PIPELINE_DISPATCHER);
         int microBatches = plan.microBatchesPerStep();
-        var loader = context.spawn(Loader.create(backend.samples(), step * microBatches), "loader", pipeline);
-        segmenter = context.spawn(Segmenter.create(backend.segmenter(), loader, settings.prefetch(),
+        SampleSource samples;
+        BatchSegmenter batchSegmenter;
+        try {
+            samples = backend.samples();
+            batchSegmenter = backend.segmenter();
+        } catch (RuntimeException e) {
+            return finish(JobState.FAILED, "starting the pipeline failed: " + e.getMessage());
+        }
+        var loader = context.spawn(Loader.create(samples, step * microBatches), "loader", pipeline);
+        segmenter = context.spawn(Segmenter.create(batchSegmenter, loader, settings.prefetch(),
                 (plan.totalSteps() - step) * microBatches, gauges), "segmenter", pipeline);
         loss = context.spawn(Loss.create(context.messageAdapter(StepLoss.class, StepLossReady::new)), "loss");
         context.watch(loader);

@@ -176,6 +176,60 @@ class JobManagerTest {
         assertEquals(List.of(3L, 6L), good.checkpoints);
     }
 
+    /** A backend that delegates to {@code inner} but fails in one of its factory methods. */
+    private static TrainingBackend brokenAt(String method, ScriptedTraining inner) {
+        return new TrainingBackend() {
+            private void failIf(String name) {
+                if (name.equals(method)) {
+                    throw new IllegalStateException(name + " is broken");
+                }
+            }
+
+            @Override
+            public io.kdapack.actors.pipeline.TrainingPlan plan() {
+                failIf("plan");
+                return inner.plan();
+            }
+
+            @Override
+            public io.kdapack.actors.pipeline.SampleSource samples() {
+                failIf("samples");
+                return inner.samples();
+            }
+
+            @Override
+            public io.kdapack.actors.pipeline.BatchSegmenter segmenter() {
+                return inner.segmenter();
+            }
+
+            @Override
+            public io.kdapack.actors.pipeline.StepCompute createCompute() {
+                failIf("createCompute");
+                return inner.createCompute();
+            }
+        };
+    }
+
+    @Test
+    void aBackendThatCannotStartFailsOnlyItsJobAndSaysWhy() {
+        var manager = manager(SETTINGS);
+        TestProbe<StatusReply<JobStatus>> reply = testKit.createTestProbe();
+        manager.tell(new JobManager.StartJob("no-plan", brokenAt("plan", new ScriptedTraining(2, 1, 1)), reply.getRef()));
+        assertTrue(reply.receiveMessage(WAIT).getError().getMessage().contains("plan is broken"));
+
+        start(manager, "no-samples", brokenAt("samples", new ScriptedTraining(2, 1, 1)), testKit);
+        start(manager, "no-compute", brokenAt("createCompute", new ScriptedTraining(2, 1, 1)), testKit);
+        JobStatus noSamples = awaitTerminal(manager, "no-samples");
+        assertEquals(JobState.FAILED, noSamples.state());
+        assertEquals("starting the pipeline failed: samples is broken", noSamples.error());
+        JobStatus noCompute = awaitTerminal(manager, "no-compute");
+        assertEquals(JobState.FAILED, noCompute.state());
+        assertEquals("model stage failed: createCompute is broken", noCompute.error());
+
+        start(manager, "fine", new ScriptedTraining(2, 1, 1), testKit);
+        assertEquals(JobState.SUCCEEDED, awaitTerminal(manager, "fine").state(), "the manager carries on");
+    }
+
     @Test
     void aHangingLoaderFailsTheJobAtThePullTimeoutInsteadOfHanging() {
         var settings = new PipelineSettings(1, Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(30));

@@ -3,6 +3,7 @@ package io.kdapack.api.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
+import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.actors.pipeline.PackedBatch;
@@ -59,8 +60,10 @@ public final class JobService {
     /** Starts a new run of a job that is not running, from its newest checkpoint. */
     public CompletionStage<JobStatus> resume(String id) {
         return get(id).thenCompose(handle -> {
-            if (handle.isPresent() && !handle.get().status().state().isTerminal()) {
-                throw ApiException.conflict("job " + id + " is running");
+            if (handle.isPresent() && !handle.get().status().state().isResumable()) {
+                JobState state = handle.get().status().state();
+                throw ApiException.conflict("job " + id + (state.isTerminal()
+                        ? " has " + state.name().toLowerCase() + "; nothing to resume" : " is running"));
             }
             return CompletableFuture.supplyAsync(() -> build(() -> factory.resume(id)), blocking)
                     .thenCompose(backend -> start(id, backend));
