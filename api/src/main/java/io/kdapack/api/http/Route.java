@@ -1,6 +1,8 @@
 package io.kdapack.api.http;
 
 import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -37,7 +39,7 @@ public enum Route {
      * @throws ApiException 404 for an unknown path, 405 (with the allowed methods) for a known path
      */
     public static Match match(HttpMethod method, String path) {
-        List<Route> onPath = new java.util.ArrayList<>();
+        List<Route> onPath = new ArrayList<>();
         for (Route route : values()) {
             Matcher matcher = route.pattern.matcher(path);
             if (matcher.matches()) {
@@ -58,7 +60,7 @@ public enum Route {
         private final String allowed;
 
         MethodNotAllowed(String path, String allowed) {
-            super(io.netty.handler.codec.http.HttpResponseStatus.METHOD_NOT_ALLOWED,
+            super(HttpResponseStatus.METHOD_NOT_ALLOWED,
                     path + " accepts " + allowed, null);
             this.allowed = allowed;
         }

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import io.kdapack.actors.job.JobManager;
+import io.kdapack.core.io.SafeTensors;
+import io.kdapack.core.io.Tensor;
 import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.JobService;
@@ -194,6 +196,26 @@ class ApiHandlerTest {
             // Double: segment s has sum 2(s+1) over count 2; total (2 + 4) / 4.
             assertEquals(1.5, body.get("loss").asDouble());
             assertEquals(2.0, body.get("segments").get(1).get("loss").asDouble());
+
+            // The same batch as a safetensors body, job id in the query.
+            byte[] tensors = SafeTensors.builder()
+                    .put(Tensor.of("tokens", new int[] {1, 2, 3}, 1, 3))
+                    .put(Tensor.of("labels", new int[] {2, 3, 4}, 1, 3))
+                    .put(Tensor.of("loss_mask", new float[] {1, 1, 0}, 1, 3))
+                    .put(Tensor.of("segment_ids", new int[] {1, 1, 2}, 1, 3))
+                    .put(Tensor.of("position_ids", new int[] {0, 1, 0}, 1, 3))
+                    .build().toBytes();
+            String binary = "POST /v1/steps?job=" + job + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream"
+                    + AUTH;
+            http.send(binary, tensors);
+            factory.gate.release(1); // step 2 is in progress now
+            FullHttpResponse fromTensors = http.response();
+            assertEquals(200, fromTensors.status().code(), () -> fromTensors.content().toString(StandardCharsets.UTF_8));
+            assertEquals(body, json(fromTensors), "the same answer as for JSON arrays");
+            assertNull(error(http.exchange(binary, new byte[] {1, 2, 3}), 400, "malformed safetensors"));
+            byte[] noLabels = SafeTensors.builder().put(Tensor.of("tokens", new int[] {1, 2, 3}, 1, 3)).build().toBytes();
+            assertEquals("labels", error(http.exchange(binary, noLabels), 400, "tensor labels is missing"));
+            assertEquals("job", error(http.exchange(binary.replace("?job=" + job, ""), tensors), 400, "job is required"));
         }
     }
 
