@@ -19,10 +19,12 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -32,8 +34,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Serves the API's endpoints ({@link Route}) for authenticated, size-checked requests. Work that waits on
  * the job actors completes asynchronously, never on the I/O thread; meanwhile the connection reads no
- * further request, so responses keep request order. Any failure becomes a JSON error response and the
- * connection stays usable.
+ * further bytes and requests already decoded wait their turn, so responses keep request order. Any failure
+ * becomes a JSON error response and the connection stays usable (a malformed HTTP request closes it).
  */
 public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
 
@@ -43,6 +45,9 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final JobService jobs;
     private final ServerMetrics metrics;
     private final byte[] openApi;
+    /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
+    private boolean busy;
+    private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
 
     /** What an endpoint produced: a response to send, or a stream that took over the connection. */
     private sealed interface Outcome permits Reply, Streaming {
@@ -67,32 +72,56 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
-        boolean keepAlive = HttpUtil.isKeepAlive(request);
-        if (!request.decoderResult().isSuccess()) {
-            Responses.send(ctx, Responses.error(ApiException.badRequest("malformed HTTP request: "
-                    + request.decoderResult().cause().getMessage(), null)), false);
+        if (busy) {
+            waiting.add(request.retain()); // pipelined behind a request still in progress
             return;
         }
+        handle(ctx, request);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        waiting.forEach(FullHttpRequest::release);
+        waiting.clear();
+    }
+
+    /** Serves one request; its completion (on any thread) comes back to the event loop in {@link #finish}. */
+    private void handle(ChannelHandlerContext ctx, FullHttpRequest request) {
+        busy = true;
+        ctx.channel().config().setAutoRead(false);
+        boolean keepAlive = HttpUtil.isKeepAlive(request) && request.decoderResult().isSuccess();
         CompletionStage<Outcome> outcome;
         try {
+            if (!request.decoderResult().isSuccess()) {
+                throw ApiException.badRequest("malformed HTTP request: " + request.decoderResult().cause().getMessage(),
+                        null);
+            }
             QueryStringDecoder uri = new QueryStringDecoder(request.uri());
             Route.Match match = Route.match(request.method(), uri.path());
             Request parsed = new Request(match, uri, ByteBufUtil.getBytes(request.content()),
                     request.headers().get(HttpHeaderNames.CONTENT_TYPE), request.headers().get("Last-Event-ID"));
-            ctx.channel().config().setAutoRead(false);
             outcome = serve(ctx, parsed);
         } catch (RuntimeException e) {
             outcome = CompletableFuture.failedFuture(e);
         }
-        outcome.whenComplete((result, failure) -> {
-            if (result instanceof Streaming) {
-                ctx.channel().config().setAutoRead(true); // to notice the client leaving
-                return;
+        outcome.whenComplete((result, failure) -> ctx.executor().execute(() -> finish(ctx, result, failure, keepAlive)));
+    }
+
+    private void finish(ChannelHandlerContext ctx, Outcome result, Throwable failure, boolean keepAlive) {
+        ctx.channel().config().setAutoRead(true);
+        if (result instanceof Streaming) {
+            return; // the event stream owns the connection now (and reads on, to notice the client leaving)
+        }
+        Responses.send(ctx, failure == null ? ((Reply) result).response() : errorResponse(failure), keepAlive);
+        busy = false;
+        FullHttpRequest next = waiting.poll();
+        if (next != null) {
+            try {
+                handle(ctx, next);
+            } finally {
+                next.release();
             }
-            FullHttpResponse response = failure == null ? ((Reply) result).response() : errorResponse(failure);
-            Responses.send(ctx, response, keepAlive);
-            ctx.channel().config().setAutoRead(true);
-        });
+        }
     }
 
     private CompletionStage<Outcome> serve(ChannelHandlerContext ctx, Request request) {

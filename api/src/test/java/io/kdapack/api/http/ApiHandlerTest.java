@@ -99,6 +99,23 @@ class ApiHandlerTest {
     }
 
     @Test
+    void pipelinedRequestsAreAnsweredInOrderAndGarbageIs400() throws Exception {
+        try (var http = http(new ScriptedJobFactory())) {
+            String jobs = "GET /v1/jobs HTTP/1.1\r\nHost: x" + AUTH + "\r\n\r\n";
+            String health = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+            http.server.writeInbound(io.netty.buffer.Unpooled.copiedBuffer(jobs + health + jobs, StandardCharsets.US_ASCII));
+            assertTrue(json(http.response()).has("jobs"), "first: the job list (answered asynchronously)");
+            assertEquals("ok", json(http.response()).get("status").asText(), "second: health, after it");
+            assertTrue(json(http.response()).has("jobs"));
+        }
+        try (var http = http(new ScriptedJobFactory())) {
+            http.server.writeInbound(io.netty.buffer.Unpooled.copiedBuffer("GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+                    StandardCharsets.US_ASCII));
+            error(http.response(), 400, "malformed HTTP request");
+        }
+    }
+
+    @Test
     void unknownPathsAndMethodsAnswer404And405() throws Exception {
         try (var http = http(JobFactory.unavailable())) {
             error(http.exchange("GET /v2/nothing HTTP/1.1\r\nHost: x" + AUTH, ""), 404, "no endpoint /v2/nothing");
