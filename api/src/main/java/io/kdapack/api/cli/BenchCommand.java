@@ -1,10 +1,12 @@
 package io.kdapack.api.cli;
 
+import io.kdapack.api.cli.data.BenchDataCommand;
+import io.kdapack.api.cli.kda.KdaBenchCommand;
 import picocli.CommandLine.Command;
 
 /** {@code kdapack bench …}: throughput figures as one JSON object. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure throughput; prints one JSON object.",
-        subcommands = {})
+        subcommands = {KdaBenchCommand.class, BenchDataCommand.class})
 final class BenchCommand {
 }

@@ -33,4 +33,81 @@ public record KdaInputs(Segments segments, int heads, int valueHeads, int keyDim
     public int sequences() {
         return segments.count();
     }
+
+    /**
+     * Checks every shape and the presence of the optional inputs against {@code options}; the one place all
+     * backends validate their inputs. Throws {@link IllegalArgumentException} naming the argument and the value.
+     */
+    public void validate(KdaOptions options) {
+        if (options == null) {
+            throw new IllegalArgumentException("options must not be null");
+        }
+        if (segments == null) {
+            throw new IllegalArgumentException("segments must not be null");
+        }
+        requirePositive("heads (H)", heads);
+        requirePositive("valueHeads (HV)", valueHeads);
+        requirePositive("keyDim (K)", keyDim);
+        requirePositive("valueDim (V)", valueDim);
+        if (valueHeads % heads != 0) {
+            throw new IllegalArgumentException("valueHeads (HV) = " + valueHeads + " must be a multiple of heads (H) = "
+                    + heads);
+        }
+        long t = tokens();
+        requireLength("q", q, t * heads * keyDim, "[T,H,K]");
+        requireLength("k", k, t * heads * keyDim, "[T,H,K]");
+        requireLength("v", v, t * valueHeads * valueDim, "[T,HV,V]");
+        requireLength("g", g, t * valueHeads * keyDim, "[T,HV,K]");
+        requireLength("beta", beta, t * valueHeads, "[T,HV]");
+        boolean gateInOp = options.gate() != KdaOptions.Gate.NONE;
+        if (gateInOp) {
+            requireLength("dtBias", dtBias, (long) valueHeads * keyDim, "[HV*K]");
+        } else if (dtBias != null) {
+            throw new IllegalArgumentException("dtBias must be null without a gate in the op (gate = NONE), got "
+                    + dtBias.length + " values");
+        }
+        if (options.gate() == KdaOptions.Gate.SOFTPLUS) {
+            requireLength("aLog", aLog, valueHeads, "[HV]");
+        } else if (aLog != null) {
+            if (options.gate() == KdaOptions.Gate.NONE) {
+                throw new IllegalArgumentException("aLog must be null without a gate in the op (gate = NONE), got "
+                        + aLog.length + " values");
+            }
+            requireLength("aLog", aLog, valueHeads, "[HV]");
+        }
+        if (h0 != null) {
+            requireLength("h0", h0, stateSize(), "[N,HV,K,V]");
+        }
+    }
+
+    /** Checks the upstream gradients of {@link KdaBackend#backward}: {@code dO [T,HV,V]}, {@code dHt [N,HV,K,V]} or null. */
+    public void validateUpstream(float[] dO, float[] dHt) {
+        requireLength("dO", dO, (long) tokens() * valueHeads * valueDim, "[T,HV,V]");
+        if (dHt != null) {
+            requireLength("dHt", dHt, stateSize(), "[N,HV,K,V]");
+        }
+    }
+
+    /** Number of floats of all states {@code [N,HV,K,V]}. */
+    public long stateSize() {
+        return (long) sequences() * valueHeads * keyDim * valueDim;
+    }
+
+    private void requireLength(String name, float[] array, long expected, String shape) {
+        if (array == null) {
+            throw new IllegalArgumentException(name + " must not be null (expected " + shape + " = " + expected
+                    + " values)");
+        }
+        if (array.length != expected) {
+            throw new IllegalArgumentException(name + " has " + array.length + " values, expected " + shape + " = "
+                    + expected + " (T=" + tokens() + ", N=" + sequences() + ", H=" + heads + ", HV=" + valueHeads
+                    + ", K=" + keyDim + ", V=" + valueDim + ")");
+        }
+    }
+
+    private static void requirePositive(String name, int value) {
+        if (value < 1) {
+            throw new IllegalArgumentException(name + " must be >= 1, got " + value);
+        }
+    }
 }

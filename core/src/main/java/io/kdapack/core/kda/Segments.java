@@ -13,6 +13,27 @@ package io.kdapack.core.kda;
  */
 public record Segments(int tokens, int[] starts, int[] ends) {
 
+    /** Checks that the sequences are disjoint, in increasing order and inside {@code [0, tokens]}. */
+    public Segments {
+        if (tokens < 0) {
+            throw new IllegalArgumentException("tokens must be >= 0, got " + tokens);
+        }
+        if (starts == null || ends == null) {
+            throw new IllegalArgumentException("starts and ends must not be null");
+        }
+        if (starts.length != ends.length) {
+            throw new IllegalArgumentException("starts has " + starts.length + " entries but ends has " + ends.length);
+        }
+        int previousEnd = 0;
+        for (int n = 0; n < starts.length; n++) {
+            if (starts[n] < previousEnd || ends[n] < starts[n] || ends[n] > tokens) {
+                throw new IllegalArgumentException("segment " + n + " = [" + starts[n] + ", " + ends[n]
+                        + ") must satisfy " + previousEnd + " <= start <= end <= tokens = " + tokens);
+            }
+            previousEnd = ends[n];
+        }
+    }
+
     public int count() {
         return starts.length;
     }

@@ -1,0 +1,38 @@
+package io.kdapack.config;
+
+/**
+ * An invalid configuration: the key path (e.g. {@code train.optimizer.lr}), the value found, what is allowed and
+ * where the value came from. An {@link IllegalArgumentException}, so that the command line ends with one line and
+ * exit code 2, and the server answers 400 with {@code field = key()}.
+ */
+public final class ConfigException extends IllegalArgumentException {
+    private final String key;
+    private final String value;
+    private final String allowed;
+
+    public ConfigException(String key, Object value, String allowed, String source) {
+        super(key + " = " + render(value) + (source == null ? "" : " (from " + source + ")") + ": " + allowed);
+        this.key = key;
+        this.value = render(value);
+        this.allowed = allowed;
+    }
+
+    /** Dotted key path. */
+    public String key() {
+        return key;
+    }
+
+    /** The offending value as written. */
+    public String value() {
+        return value;
+    }
+
+    /** What the key accepts. */
+    public String allowed() {
+        return allowed;
+    }
+
+    private static String render(Object value) {
+        return value instanceof String s ? "'" + s + "'" : String.valueOf(value);
+    }
+}

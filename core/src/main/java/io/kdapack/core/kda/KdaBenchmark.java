@@ -1,0 +1,194 @@
+package io.kdapack.core.kda;
+
+import io.kdapack.core.linalg.Gemm;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
+ * random-length documents, the same tokens as one document, and the recurrent reference, each timed as the
+ * median of several runs after warm-up runs.
+ *
+ * <p>Flop count ({@link #chunkedFlops}): per chunk of {@code L} tokens and per value head, the operations the
+ * chunked algorithm performs, a multiply-add counting 2 and an exponential 1 — see {@link KdaChunk}:
+ * <ul>
+ *   <li>prepare (forward intermediates): gate prefix/suffix sums and exps {@code 4LK}, {@code Qg, Kg, Kd}
+ *       {@code 3LK}, pairwise {@code Aqk}/{@code P} {@code 7·L(L+1)/2·K}, the two forward substitutions
+ *       {@code L(L−1)(K+V)}, {@code V' = U − WS} {@code 2LKV};</li>
+ *   <li>forward: prepare + {@code Qg S} {@code 2LKV} + {@code Aqk V'} {@code L(L+1)V} + state update
+ *       {@code 2LKV + KV};</li>
+ *   <li>backward: a state-only forward to recompute chunk-start states (prepare + {@code 2LKV + KV}), then
+ *       per chunk prepare again + eight {@code L×K×V} products {@code 16LKV} + {@code dAqk}/{@code dV'}
+ *       {@code 2L(L+1)V} + two back substitutions and {@code dA} {@code 2L(L−1)(K+V)} + pairwise backward
+ *       {@code 11·L(L+1)/2·K} + elementwise and cumsum {@code 11LK}.</li>
+ * </ul>
+ */
+public final class KdaBenchmark {
+
+    /** Benchmark shape. */
+    public record Config(int tokens, int heads, int valueHeads, int keyDim, int valueDim, int docs, int threads,
+                         int warmUp, int repeats) {
+        public Config {
+            if (tokens < 1 || heads < 1 || valueHeads < 1 || keyDim < 1 || valueDim < 1 || threads < 1
+                    || warmUp < 0 || repeats < 1) {
+                throw new IllegalArgumentException("T, H, HV, K, V, threads, repeats must be >= 1 and warm-up >= 0");
+            }
+            if (docs < 1 || docs > tokens) {
+                throw new IllegalArgumentException("docs must be in [1, T = " + tokens + "], got " + docs);
+            }
+            if (valueHeads % heads != 0) {
+                throw new IllegalArgumentException("HV = " + valueHeads + " must be a multiple of H = " + heads);
+            }
+        }
+    }
+
+    private KdaBenchmark() {
+    }
+
+    /** Runs the benchmark; the map is the JSON object to print, in a stable key order. */
+    public static Map<String, Object> run(Config c) {
+        Random rnd = new Random(2026);
+        Segments packed = Varlen.fromCuSeqlens(randomCuSeqlens(rnd, c.tokens(), c.docs()), c.tokens());
+        Segments single = Varlen.fromCuSeqlens(new int[] {0, c.tokens()}, c.tokens());
+        Problem packedProblem = Problem.draw(rnd, packed, c);
+        Problem singleProblem = packedProblem.withSegments(single, c);
+        KdaChunked chunked = new KdaChunked(c.threads());
+        KdaRecurrent recurrent = new KdaRecurrent(c.threads());
+
+        double fwdPacked = median(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked));
+        double fwdBwdPacked = median(c.warmUp(), c.repeats(), () -> packedProblem.forwardBackward(chunked));
+        double fwdBwdSingle = median(c.warmUp(), c.repeats(), () -> singleProblem.forwardBackward(chunked));
+        double fwdBwdRecurrent = median(1, Math.min(3, c.repeats()), () -> packedProblem.forwardBackward(recurrent));
+        double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim());
+        double matmul = Gemm.measureGflops(c.threads());
+
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("T", c.tokens());
+        out.put("H", c.heads());
+        out.put("HV", c.valueHeads());
+        out.put("K", c.keyDim());
+        out.put("V", c.valueDim());
+        out.put("docs", c.docs());
+        out.put("threads", c.threads());
+        out.put("fwd_tokens_per_s", c.tokens() / fwdPacked);
+        out.put("fwd_bwd_tokens_per_s", c.tokens() / fwdBwdPacked);
+        out.put("fwd_bwd_ms", fwdBwdPacked * 1e3);
+        out.put("unpacked_fwd_bwd_ms", fwdBwdSingle * 1e3);
+        out.put("packed_over_unpacked", fwdBwdPacked / fwdBwdSingle);
+        out.put("recurrent_fwd_bwd_ms", fwdBwdRecurrent * 1e3);
+        out.put("chunked_speedup", fwdBwdRecurrent / fwdBwdPacked);
+        out.put("flops_fwd_bwd", flops);
+        out.put("gflops", flops / fwdBwdPacked * 1e-9);
+        out.put("matmul_gflops", matmul);
+        return out;
+    }
+
+    /** Flops of one forward plus one backward of the chunked backend (see the class comment). */
+    public static double chunkedFlops(Segments segments, int valueHeads, int keyDim, int valueDim) {
+        double total = 0;
+        for (int n = 0; n < segments.count(); n++) {
+            for (int first = 0; first < segments.length(n); first += KdaChunk.SIZE) {
+                int len = Math.min(KdaChunk.SIZE, segments.length(n) - first);
+                total += chunkFlops(len, keyDim, valueDim);
+            }
+        }
+        return total * valueHeads;
+    }
+
+    private static double chunkFlops(double l, double k, double v) {
+        double pairs = l * (l + 1) / 2;
+        double prepare = 7 * l * k + 7 * pairs * k + l * (l - 1) * (k + v) + 2 * l * k * v;
+        double stateUpdate = 2 * l * k * v + k * v;
+        double forward = prepare + 2 * l * k * v + 2 * pairs * v + stateUpdate;
+        double backward = prepare + stateUpdate + prepare + 16 * l * k * v + 4 * pairs * v
+                + 2 * l * (l - 1) * (k + v) + 11 * pairs * k + 11 * l * k;
+        return forward + backward;
+    }
+
+    /** {@code docs} random lengths ≥ 1 summing to {@code tokens}: distinct random cut points. */
+    static int[] randomCuSeqlens(Random rnd, int tokens, int docs) {
+        int[] cuts = rnd.ints(1, tokens).distinct().limit(docs - 1L).sorted().toArray();
+        int[] cu = new int[docs + 1];
+        System.arraycopy(cuts, 0, cu, 1, cuts.length);
+        cu[docs] = tokens;
+        return cu;
+    }
+
+    private static double median(int warmUp, int repeats, Runnable action) {
+        for (int i = 0; i < warmUp; i++) {
+            action.run();
+        }
+        double[] seconds = new double[repeats];
+        for (int i = 0; i < repeats; i++) {
+            long t0 = System.nanoTime();
+            action.run();
+            seconds[i] = (System.nanoTime() - t0) * 1e-9;
+        }
+        Arrays.sort(seconds);
+        return repeats % 2 == 1 ? seconds[repeats / 2] : (seconds[repeats / 2 - 1] + seconds[repeats / 2]) / 2;
+    }
+
+    /** Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)). */
+    private record Problem(KdaInputs inputs, float[] dO, float[] dHt) {
+
+        static Problem draw(Random rnd, Segments s, Config c) {
+            int t = s.tokens();
+            float[] q = unitRows(rnd, t * c.heads(), c.keyDim());
+            float[] k = unitRows(rnd, t * c.heads(), c.keyDim());
+            float[] v = normal(rnd, t * c.valueHeads() * c.valueDim());
+            float[] g = normal(rnd, t * c.valueHeads() * c.keyDim());
+            for (int i = 0; i < g.length; i++) {
+                g[i] = (float) -KdaPreprocess.softplus(-g[i]);
+            }
+            float[] beta = normal(rnd, t * c.valueHeads());
+            for (int i = 0; i < beta.length; i++) {
+                beta[i] = KdaPreprocess.sigmoid(beta[i]);
+            }
+            KdaInputs in = new KdaInputs(s, c.heads(), c.valueHeads(), c.keyDim(), c.valueDim(), q, k, v, g, beta,
+                    null, null, null);
+            return new Problem(in, normal(rnd, v.length),
+                    normal(rnd, Math.toIntExact(in.stateSize())));
+        }
+
+        Problem withSegments(Segments s, Config c) {
+            KdaInputs i = inputs;
+            KdaInputs in = new KdaInputs(s, i.heads(), i.valueHeads(), i.keyDim(), i.valueDim(), i.q(), i.k(), i.v(),
+                    i.g(), i.beta(), null, null, null);
+            return new Problem(in, dO, new float[Math.toIntExact(in.stateSize())]);
+        }
+
+        void forward(KdaBackend backend) {
+            backend.forward(inputs, KdaOptions.plain());
+        }
+
+        void forwardBackward(KdaBackend backend) {
+            backend.forward(inputs, KdaOptions.plain());
+            backend.backward(inputs, KdaOptions.plain(), dO, dHt);
+        }
+
+        private static float[] normal(Random rnd, int n) {
+            float[] x = new float[n];
+            for (int i = 0; i < n; i++) {
+                x[i] = (float) rnd.nextGaussian();
+            }
+            return x;
+        }
+
+        private static float[] unitRows(Random rnd, int rows, int dim) {
+            float[] x = normal(rnd, rows * dim);
+            for (int r = 0; r < rows; r++) {
+                double s = 0;
+                for (int i = 0; i < dim; i++) {
+                    s += x[r * dim + i] * x[r * dim + i];
+                }
+                float inv = (float) (1 / Math.sqrt(s));
+                for (int i = 0; i < dim; i++) {
+                    x[r * dim + i] *= inv;
+                }
+            }
+            return x;
+        }
+    }
+}

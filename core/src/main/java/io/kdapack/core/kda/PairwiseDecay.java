@@ -1,0 +1,206 @@
+package io.kdapack.core.kda;
+
+import io.kdapack.core.linalg.Gemm;
+import java.util.Arrays;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * The decayed pair products of one chunk, {@code M[r,c] = Σ_d x_r[d] y_c[d] exp(Γ_r[d] − Γ_c[d])} for
+ * {@code c ≤ r}, for {@code Aqk} (x = q, y = k) and {@code P} (x = y = k, strictly lower), and their
+ * backward. Scratch of one task (not thread-safe).
+ *
+ * <p>The chunk is cut into blocks of {@value #BLOCK} rows. Inside a diagonal block the decay is formed pair
+ * by pair as a running sum of gates from row r down to column c. For columns before the block, whose first
+ * row {@code a} serves as anchor, {@code exp(Γ_r − Γ_c) = exp(Γ_r − Γ_a)·exp(Γ_a − Γ_c)} with both factors
+ * exponents ≤ 0 (sums of gates between the rows), and the block is a matrix product
+ * {@code (x ⊙ exp(Γ − Γ_a)) · (y ⊙ exp(Γ_a − Γ))ᵀ} for {@link Gemm}. Backward uses
+ * {@code dx_r = Σ_c dM[r,c] y_c ⊙ exp(Γ_r − Γ_c)}, {@code dy_c = Σ_r dM[r,c] x_r ⊙ exp(Γ_r − Γ_c)},
+ * {@code dΓ_r += x_r ⊙ dx_r}, {@code dΓ_c −= y_c ⊙ dy_c}; the anchor cancels out of all of them.
+ */
+final class PairwiseDecay {
+
+    static final int BLOCK = 16;
+    private static final VectorSpecies<Float> SPECIES = ChunkMath.SPECIES;
+    private static final int LANES = SPECIES.length();
+    private static final int SIZE = KdaChunk.SIZE;
+
+    private final int kd;
+    private final float[] run;
+    private final float[] rowDecay;
+    private final float[] colDecay;
+    private final float[] qRow;
+    private final float[] kRow;
+    private final float[] kCol;
+    private final float[] dqRow;
+    private final float[] dkRow;
+    private final float[] dkCol;
+    private final float[] e;
+
+    PairwiseDecay(int keyDim) {
+        kd = keyDim;
+        run = new float[kd];
+        rowDecay = new float[BLOCK * kd];
+        colDecay = new float[SIZE * kd];
+        qRow = new float[BLOCK * kd];
+        kRow = new float[BLOCK * kd];
+        kCol = new float[SIZE * kd];
+        dqRow = new float[BLOCK * kd];
+        dkRow = new float[BLOCK * kd];
+        dkCol = new float[SIZE * kd];
+        e = new float[kd];
+    }
+
+    /**
+     * Fills {@code aQK[r·64 + c]} for {@code c ≤ r} and {@code pKK[r·64 + c]} for {@code c < r} (diagonal 0)
+     * for the chunk of rows {@code first … first+len−1} of {@code q, k, g [L,K]}.
+     */
+    void forward(float[] q, float[] k, float[] g, int first, int len, float[] aQK, float[] pKK) {
+        for (int a = 0; a < len; a += BLOCK) {
+            int b = Math.min(BLOCK, len - a);
+            for (int r = a; r < a + b; r++) {
+                diagonalRowForward(q, k, g, first, a, r, aQK, pKK);
+            }
+            if (a > 0) {
+                anchorFactors(q, k, g, first, a, b);
+                Gemm.sgemm(false, true, b, a, kd, 1f, qRow, 0, kd, kCol, 0, kd, 0f, aQK, a * SIZE, SIZE);
+                Gemm.sgemm(false, true, b, a, kd, 1f, kRow, 0, kd, kCol, 0, kd, 0f, pKK, a * SIZE, SIZE);
+            }
+        }
+    }
+
+    /**
+     * Adds the gradients of q, k ({@code [L,K]}, rows of the chunk) and of the gate cumsum
+     * ({@code dGamma [len,K]}) given {@code dAQK} ({@code c ≤ r}) and {@code dP} ({@code c < r}).
+     */
+    void backward(float[] q, float[] k, float[] g, int first, int len, float[] dAQK, float[] dP,
+                  float[] dq, float[] dk, float[] dGamma) {
+        for (int a = 0; a < len; a += BLOCK) {
+            int b = Math.min(BLOCK, len - a);
+            for (int r = a; r < a + b; r++) {
+                diagonalRowBackward(q, k, g, first, a, r, dAQK, dP, dq, dk, dGamma);
+            }
+            if (a > 0) {
+                anchorFactors(q, k, g, first, a, b);
+                // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (columns before it).
+                Gemm.sgemm(false, false, b, kd, a, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
+                Gemm.sgemm(false, false, b, kd, a, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
+                Gemm.sgemm(true, false, a, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
+                Gemm.sgemm(true, false, a, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
+                for (int r = 0; r < b; r++) {
+                    int row = (first + a + r) * kd;
+                    for (int i = 0; i < kd; i++) {
+                        float dxq = dqRow[r * kd + i] * rowDecay[r * kd + i];
+                        float dxk = dkRow[r * kd + i] * rowDecay[r * kd + i];
+                        dq[row + i] += dxq;
+                        dk[row + i] += dxk;
+                        dGamma[(a + r) * kd + i] += q[row + i] * dxq + k[row + i] * dxk;
+                    }
+                }
+                for (int c = 0; c < a; c++) {
+                    int col = (first + c) * kd;
+                    for (int i = 0; i < kd; i++) {
+                        float dy = dkCol[c * kd + i] * colDecay[c * kd + i];
+                        dk[col + i] += dy;
+                        dGamma[c * kd + i] -= k[col + i] * dy;
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * For the block of {@code b} rows at {@code a}: {@code rowDecay_r = exp(Γ_r − Γ_a)}, {@code qRow}, {@code kRow}
+     * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c < a}, {@code kCol} = k times it.
+     */
+    private void anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b) {
+        Arrays.fill(run, 0f);
+        for (int r = 0; r < b; r++) {
+            int row = (first + a + r) * kd;
+            if (r > 0) {
+                ChunkMath.axpy(kd, 1f, g, row, run, 0);
+            }
+            ChunkMath.exp(kd, run, 0, rowDecay, r * kd);
+            ChunkMath.multiply(kd, q, row, rowDecay, r * kd, qRow, r * kd);
+            ChunkMath.multiply(kd, k, row, rowDecay, r * kd, kRow, r * kd);
+        }
+        Arrays.fill(run, 0f);
+        for (int c = a - 1; c >= 0; c--) {
+            ChunkMath.axpy(kd, 1f, g, (first + c + 1) * kd, run, 0);
+            ChunkMath.exp(kd, run, 0, colDecay, c * kd);
+            ChunkMath.multiply(kd, k, (first + c) * kd, colDecay, c * kd, kCol, c * kd);
+        }
+    }
+
+    /** Row r of the diagonal block at a: the decay summed from r down to each column c ≥ a. */
+    private void diagonalRowForward(float[] q, float[] k, float[] g, int first, int a, int r, float[] aQK,
+                                    float[] pKK) {
+        int rowOff = (first + r) * kd;
+        Arrays.fill(run, 0f);
+        for (int c = r; c >= a; c--) {
+            int colOff = (first + c) * kd;
+            int i = 0;
+            FloatVector sumQ = FloatVector.zero(SPECIES);
+            FloatVector sumK = FloatVector.zero(SPECIES);
+            for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+                FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
+                FloatVector t = ChunkMath.exp(runV).mul(FloatVector.fromArray(SPECIES, k, colOff + i));
+                sumQ = FloatVector.fromArray(SPECIES, q, rowOff + i).fma(t, sumQ);
+                sumK = FloatVector.fromArray(SPECIES, k, rowOff + i).fma(t, sumK);
+                runV.add(FloatVector.fromArray(SPECIES, g, colOff + i)).intoArray(run, i);
+            }
+            float dotQ = ChunkMath.sumLanes(sumQ);
+            float dotK = ChunkMath.sumLanes(sumK);
+            for (; i < kd; i++) {
+                float t = (float) Math.exp(run[i]) * k[colOff + i];
+                dotQ += q[rowOff + i] * t;
+                dotK += k[rowOff + i] * t;
+                run[i] += g[colOff + i];
+            }
+            aQK[r * SIZE + c] = dotQ;
+            pKK[r * SIZE + c] = c < r ? dotK : 0f;
+        }
+    }
+
+    private void diagonalRowBackward(float[] q, float[] k, float[] g, int first, int a, int r, float[] dAQK,
+                                     float[] dP, float[] dq, float[] dk, float[] dGamma) {
+        int rowOff = (first + r) * kd;
+        Arrays.fill(run, 0f);
+        Arrays.fill(dqRow, 0, kd, 0f);
+        Arrays.fill(dkRow, 0, kd, 0f);
+        for (int c = r; c >= a; c--) {
+            int colOff = (first + c) * kd;
+            float gradQ = dAQK[r * SIZE + c];
+            float gradK = c < r ? dP[r * SIZE + c] : 0f;
+            ChunkMath.exp(kd, run, 0, e, 0);
+            int i = 0;
+            FloatVector gq = FloatVector.broadcast(SPECIES, gradQ);
+            FloatVector gk = FloatVector.broadcast(SPECIES, gradK);
+            for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+                FloatVector ev = FloatVector.fromArray(SPECIES, e, i);
+                FloatVector t = ev.mul(FloatVector.fromArray(SPECIES, k, colOff + i));
+                t.fma(gq, FloatVector.fromArray(SPECIES, dqRow, i)).intoArray(dqRow, i);
+                t.fma(gk, FloatVector.fromArray(SPECIES, dkRow, i)).intoArray(dkRow, i);
+                FloatVector dy = FloatVector.fromArray(SPECIES, q, rowOff + i).mul(gq)
+                        .add(FloatVector.fromArray(SPECIES, k, rowOff + i).mul(gk)).mul(ev);
+                FloatVector.fromArray(SPECIES, dk, colOff + i).add(dy).intoArray(dk, colOff + i);
+                FloatVector.fromArray(SPECIES, k, colOff + i).neg()
+                        .fma(dy, FloatVector.fromArray(SPECIES, dGamma, c * kd + i)).intoArray(dGamma, c * kd + i);
+            }
+            for (; i < kd; i++) {
+                float t = e[i] * k[colOff + i];
+                dqRow[i] += gradQ * t;
+                dkRow[i] += gradK * t;
+                float dy = (q[rowOff + i] * gradQ + k[rowOff + i] * gradK) * e[i];
+                dk[colOff + i] += dy;
+                dGamma[c * kd + i] += -k[colOff + i] * dy;
+            }
+            ChunkMath.axpy(kd, 1f, g, colOff, run, 0);
+        }
+        for (int i = 0; i < kd; i++) {
+            dq[rowOff + i] += dqRow[i];
+            dk[rowOff + i] += dkRow[i];
+            dGamma[r * kd + i] += q[rowOff + i] * dqRow[i] + k[rowOff + i] * dkRow[i];
+        }
+    }
+}

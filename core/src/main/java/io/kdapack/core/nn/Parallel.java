@@ -1,0 +1,47 @@
+package io.kdapack.core.nn;
+
+import io.kdapack.core.linalg.Gemm;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinTask;
+import java.util.function.IntConsumer;
+import java.util.stream.IntStream;
+
+/**
+ * Where the layers run their parallel work: the fork-join pool of the calling task, or the common pool. Each
+ * parallel task writes disjoint outputs in a fixed order, and {@link Gemm} accumulates in a fixed order, so results
+ * are bitwise the same whatever the pool's size.
+ */
+final class Parallel {
+
+    private Parallel() {
+    }
+
+    static ForkJoinPool pool() {
+        ForkJoinPool current = ForkJoinTask.getPool();
+        return current != null ? current : ForkJoinPool.commonPool();
+    }
+
+    /** Runs {@code body(i)} for {@code i < count}, in parallel; the bodies must write disjoint data. */
+    static void forEach(int count, IntConsumer body) {
+        // A parallel stream runs in the pool of the fork-join task that starts it, else in the common pool.
+        IntStream.range(0, count).parallel().forEach(body);
+    }
+
+    /** Runs {@code body(from, to)} over blocks of {@code [0, count)} of about {@code grain} indices, in parallel. */
+    static void forBlocks(int count, int grain, RangeBody body) {
+        int blocks = (count + grain - 1) / grain;
+        forEach(blocks, b -> body.run(b * grain, Math.min(count, (b + 1) * grain)));
+    }
+
+    interface RangeBody {
+        void run(int from, int to);
+    }
+
+    /** {@code C = alpha·op(A)·op(B) + beta·C}, rows of C split over the pool (see {@link Gemm#sgemm}). */
+    static void gemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
+                     float[] a, int aOffset, int lda, float[] b, int bOffset, int ldb,
+                     float beta, float[] c, int cOffset, int ldc) {
+        Gemm.parallelSgemm(pool(), transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset,
+                ldc);
+    }
+}

@@ -1,0 +1,71 @@
+package io.kdapack.core.nn;
+
+import io.kdapack.core.conv.Activation;
+import io.kdapack.core.conv.ShortConv;
+import io.kdapack.core.conv.ShortConvGradients;
+import io.kdapack.core.conv.ShortConvInputs;
+import io.kdapack.core.kda.Segments;
+import java.util.List;
+
+/**
+ * The short convolution as a layer (FLA {@code ShortConvolution}, KDA's {@code q_conv1d, k_conv1d, v_conv1d}):
+ * depthwise causal conv1d of width W over each document of a packed batch, zero history at every document start
+ * (see {@link ShortConv}), then the activation. {@code x, y [T,D]}. Parameters {@code <name>.weight [D,1,W]}
+ * (PyTorch {@code Conv1d} layout with one input channel per group; {@code weight[d,0,W−1]} multiplies the current
+ * token) and, when enabled, {@code <name>.bias [D]}.
+ */
+public final class ShortConvolution implements Layer {
+    private final int channels;
+    private final int width;
+    private final Activation activation;
+    private final Parameter weight;
+    private final Parameter bias;
+
+    /** What backward needs: the op inputs. */
+    public record Saved(ShortConvInputs inputs, float[] output) {
+    }
+
+    public ShortConvolution(String name, int channels, int width, boolean hasBias, Activation activation) {
+        if (channels < 1 || width < 1) {
+            throw new IllegalArgumentException("short convolution '" + name + "': channels and width must be >= 1, got "
+                    + channels + " and " + width);
+        }
+        this.channels = channels;
+        this.width = width;
+        this.activation = activation;
+        this.weight = Parameter.filled(Parameter.join(name, "weight"), 0f, channels, 1, width);
+        this.bias = hasBias ? Parameter.filled(Parameter.join(name, "bias"), 0f, channels) : null;
+    }
+
+    public Parameter weight() {
+        return weight;
+    }
+
+    @Override
+    public List<Parameter> parameters() {
+        return bias == null ? List.of(weight) : List.of(weight, bias);
+    }
+
+    /** {@code y [T,D]}; padding tokens (in no segment) give 0. */
+    public Saved forward(float[] x, Segments segments) {
+        ShortConvInputs inputs = new ShortConvInputs(segments, channels, width, x, weight.values(),
+                bias == null ? null : bias.values(), null, activation);
+        return new Saved(inputs, ShortConv.forward(inputs).y());
+    }
+
+    /** Returns {@code dx [T,D]}; adds the weight and bias gradients. */
+    public float[] backward(Saved saved, float[] dy) {
+        ShortConvGradients g = ShortConv.backward(saved.inputs(), dy, null);
+        add(weight.grads(), g.dweight());
+        if (bias != null) {
+            add(bias.grads(), g.dbias());
+        }
+        return g.dx();
+    }
+
+    private static void add(float[] into, float[] values) {
+        for (int i = 0; i < values.length; i++) {
+            into[i] += values[i];
+        }
+    }
+}

@@ -1,0 +1,75 @@
+package io.kdapack.core.nn;
+
+import java.util.List;
+
+/**
+ * SwiGLU feed-forward (Llama / DeepSeek {@code MLP}): {@code y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))} with
+ * {@code x, y [T,d]}, {@code gate_proj, up_proj [I,d]}, {@code down_proj [d,I]}, no biases. Parameters
+ * {@code <name>.gate_proj.weight}, {@code <name>.up_proj.weight}, {@code <name>.down_proj.weight}.
+ */
+public final class SwiGluMlp implements Layer {
+    private final Linear gateProj;
+    private final Linear upProj;
+    private final Linear downProj;
+
+    /** What backward needs: the three projections' saved states ({@code [T,I]} gate and up pre-activations). */
+    public record Saved(Linear.Saved gate, Linear.Saved up, Linear.Saved down) {
+        public float[] output() {
+            return down.output();
+        }
+    }
+
+    public SwiGluMlp(String name, int hidden, int intermediate) {
+        this.gateProj = new Linear(Parameter.join(name, "gate_proj"), hidden, intermediate, false);
+        this.upProj = new Linear(Parameter.join(name, "up_proj"), hidden, intermediate, false);
+        this.downProj = new Linear(Parameter.join(name, "down_proj"), intermediate, hidden, false);
+    }
+
+    @Override
+    public List<Parameter> parameters() {
+        return List.of(gateProj.weight(), upProj.weight(), downProj.weight());
+    }
+
+    public Saved forward(float[] x, int tokens) {
+        Linear.Saved gate = gateProj.forward(x, tokens);
+        Linear.Saved up = upProj.forward(x, tokens);
+        float[] g = gate.output();
+        float[] u = up.output();
+        float[] h = new float[g.length];
+        Parallel.forBlocks(h.length, 4096, (from, to) -> {
+            for (int i = from; i < to; i++) {
+                h[i] = silu(g[i]) * u[i];
+            }
+        });
+        return new Saved(gate, up, downProj.forward(h, tokens));
+    }
+
+    public float[] backward(Saved saved, float[] dy) {
+        float[] dh = downProj.backward(saved.down(), dy);
+        float[] g = saved.gate().output();
+        float[] u = saved.up().output();
+        float[] dg = new float[g.length];
+        float[] du = new float[g.length];
+        Parallel.forBlocks(g.length, 4096, (from, to) -> {
+            for (int i = from; i < to; i++) {
+                float s = sigmoid(g[i]);
+                du[i] = dh[i] * g[i] * s;
+                dg[i] = dh[i] * u[i] * s * (1f + g[i] * (1f - s));
+            }
+        });
+        float[] dx = gateProj.backward(saved.gate(), dg);
+        float[] dxUp = upProj.backward(saved.up(), du);
+        for (int i = 0; i < dx.length; i++) {
+            dx[i] += dxUp[i];
+        }
+        return dx;
+    }
+
+    private static float sigmoid(float z) {
+        return (float) (1.0 / (1.0 + Math.exp(-z)));
+    }
+
+    private static float silu(float z) {
+        return z * sigmoid(z);
+    }
+}

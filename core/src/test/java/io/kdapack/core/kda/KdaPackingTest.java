@@ -1,0 +1,132 @@
+package io.kdapack.core.kda;
+
+import static io.kdapack.core.kda.KdaAssertions.assertClose;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Arrays;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The defining property: a packed batch gives the same outputs, final states and gradients as each
+ * document run alone, and padding gives zero output and zero gradient. Each (sequence, head) is computed
+ * from its own tokens only, so per-token results and per-sequence states must be bitwise equal; only the
+ * parameter gradients {@code dA_log}, {@code dt_bias} (sums over documents, in another order) differ by
+ * round-off (1e-6).
+ */
+class KdaPackingTest {
+
+    private static final int[] LENGTHS = {15, 64, 0, 100, 1, 3, 130};
+
+    static Stream<Arguments> backends() {
+        return Stream.of(Arguments.of(new KdaChunked(2)), Arguments.of(new KdaRecurrent(2)));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    void packedBatchEqualsEachDocumentAlone(KdaBackend backend) {
+        KdaOptions options = KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f);
+        RandomKda.Problem packed = RandomKda.packed(21, LENGTHS, 1, 2, 16, 8, options, true, 0.02);
+        KdaInputs in = packed.inputs();
+        KdaBackend.KdaResult all = backend.forward(in, options);
+        KdaBackend.KdaGradients gradAll = backend.backward(in, options, packed.dO(), packed.dHt());
+        float[] dALogSum = new float[in.valueHeads()];
+        float[] dDtBiasSum = new float[in.valueHeads() * in.keyDim()];
+        for (int n = 0; n < in.sequences(); n++) {
+            Slice doc = new Slice(in, n);
+            KdaInputs alone = doc.inputs();
+            KdaBackend.KdaResult one = backend.forward(alone, options);
+            KdaBackend.KdaGradients gradOne = backend.backward(alone, options, doc.tokens(packed.dO(), in.valueDim() * in.valueHeads()),
+                    doc.state(packed.dHt()));
+            String what = backend.name() + " document " + n + " ";
+            assertArrayEquals(doc.tokens(all.o(), in.valueHeads() * in.valueDim()), one.o(), what + "o");
+            assertArrayEquals(doc.state(all.ht()), one.ht(), what + "ht");
+            assertArrayEquals(doc.tokens(gradAll.dq(), in.heads() * in.keyDim()), gradOne.dq(), what + "dq");
+            assertArrayEquals(doc.tokens(gradAll.dk(), in.heads() * in.keyDim()), gradOne.dk(), what + "dk");
+            assertArrayEquals(doc.tokens(gradAll.dv(), in.valueHeads() * in.valueDim()), gradOne.dv(), what + "dv");
+            assertArrayEquals(doc.tokens(gradAll.dg(), in.valueHeads() * in.keyDim()), gradOne.dg(), what + "dg");
+            assertArrayEquals(doc.tokens(gradAll.dBeta(), in.valueHeads()), gradOne.dBeta(), what + "dbeta");
+            assertArrayEquals(doc.state(gradAll.dH0()), gradOne.dH0(), what + "dh0");
+            for (int i = 0; i < dALogSum.length; i++) {
+                dALogSum[i] += gradOne.dALog()[i];
+            }
+            for (int i = 0; i < dDtBiasSum.length; i++) {
+                dDtBiasSum[i] += gradOne.dDtBias()[i];
+            }
+        }
+        assertClose("dA_log", gradAll.dALog(), dALogSum, 1e-6);
+        assertClose("ddt_bias", gradAll.dDtBias(), dDtBiasSum, 1e-6);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    void paddingGivesZeroOutputAndZeroGradientAndDoesNotChangeSegments(KdaBackend backend) {
+        // [B=2, T=90]: row 0 = id 7 ×40, padding ×10, id 7 ×40 (two segments); row 1 = padding ×5, 2 ×85.
+        int rowLength = 90;
+        int[] ids = new int[2 * rowLength];
+        Arrays.fill(ids, 0, 40, 7);
+        Arrays.fill(ids, 50, 90, 7);
+        Arrays.fill(ids, rowLength + 5, 2 * rowLength, 2);
+        Segments segments = Varlen.fromSegmentIds(ids, 2, rowLength);
+        assertEquals(3, segments.count());
+        KdaOptions options = KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, -5f);
+        RandomKda.Problem p = RandomKda.draw(22, segments, 1, 1, 16, 16, options, false, 0);
+        KdaInputs in = p.inputs();
+        KdaBackend.KdaResult r = backend.forward(in, options);
+        KdaBackend.KdaGradients g = backend.backward(in, options, p.dO(), p.dHt());
+        for (int pos = 0; pos < ids.length; pos++) {
+            if (ids[pos] != 0) {
+                continue;
+            }
+            for (int i = 0; i < 16; i++) {
+                assertEquals(0f, r.o()[pos * 16 + i], "o at padding " + pos);
+                assertEquals(0f, g.dq()[pos * 16 + i], "dq at padding " + pos);
+                assertEquals(0f, g.dk()[pos * 16 + i], "dk at padding " + pos);
+                assertEquals(0f, g.dv()[pos * 16 + i], "dv at padding " + pos);
+                assertEquals(0f, g.dg()[pos * 16 + i], "dg at padding " + pos);
+            }
+            assertEquals(0f, g.dBeta()[pos], "dbeta at padding " + pos);
+        }
+        for (int n = 0; n < segments.count(); n++) {
+            Slice doc = new Slice(in, n);
+            KdaBackend.KdaResult one = backend.forward(doc.inputs(), options);
+            assertArrayEquals(doc.tokens(r.o(), 16), one.o(), "segment " + n + " o");
+            assertArrayEquals(doc.state(r.ht()), one.ht(), "segment " + n + " ht");
+        }
+    }
+
+    /** Sequence {@code n} of a problem cut out as a problem of its own. */
+    private record Slice(KdaInputs all, int n) {
+        int start() {
+            return all.segments().start(n);
+        }
+
+        int length() {
+            return all.segments().length(n);
+        }
+
+        float[] tokens(float[] x, int perToken) {
+            return Arrays.copyOfRange(x, start() * perToken, (start() + length()) * perToken);
+        }
+
+        float[] state(float[] x) {
+            if (x == null) {
+                return null;
+            }
+            int size = all.valueHeads() * all.keyDim() * all.valueDim();
+            return Arrays.copyOfRange(x, n * size, (n + 1) * size);
+        }
+
+        KdaInputs inputs() {
+            int hk = all.heads() * all.keyDim();
+            int hvk = all.valueHeads() * all.keyDim();
+            return new KdaInputs(new Segments(length(), new int[] {0}, new int[] {length()}), all.heads(),
+                    all.valueHeads(), all.keyDim(), all.valueDim(), tokens(all.q(), hk), tokens(all.k(), hk),
+                    tokens(all.v(), all.valueHeads() * all.valueDim()), tokens(all.g(), hvk),
+                    tokens(all.beta(), all.valueHeads()), all.aLog(), all.dtBias(), state(all.h0()));
+        }
+    }
+}

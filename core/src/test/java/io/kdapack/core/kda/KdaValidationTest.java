@@ -1,0 +1,80 @@
+package io.kdapack.core.kda;
+
+import static io.kdapack.core.kda.VarlenTest.assertMessage;
+
+import org.junit.jupiter.api.Test;
+
+/** Every validation rule of {@link KdaInputs#validate} and {@link KdaOptions}, through a backend. */
+class KdaValidationTest {
+
+    private static final Segments TWO_DOCS = Varlen.fromCuSeqlens(new int[] {0, 2, 3}, 3);
+    private static final KdaOptions SOFTPLUS = KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f);
+
+    /** T=3, N=2, H=1, HV=2, K=2, V=3. */
+    private static KdaInputs inputs(int heads, int valueHeads, float[] q, float[] aLog, float[] dtBias, float[] h0) {
+        return new KdaInputs(TWO_DOCS, heads, valueHeads, 2, 3, q, new float[6], new float[18], new float[12],
+                new float[6], aLog, dtBias, h0);
+    }
+
+    private static void forward(KdaInputs in, KdaOptions options) {
+        new KdaChunked(1).forward(in, options);
+    }
+
+    @Test
+    void shapesAreCheckedAgainstTheDimensions() {
+        assertMessage("q has 5 values, expected [T,H,K] = 6 (T=3, N=2, H=1, HV=2, K=2, V=3)",
+                () -> forward(inputs(1, 2, new float[5], null, null, null), KdaOptions.plain()));
+        assertMessage("q must not be null (expected [T,H,K] = 6 values)",
+                () -> forward(inputs(1, 2, null, null, null, null), KdaOptions.plain()));
+        assertMessage("h0 has 3 values, expected [N,HV,K,V] = 24 (T=3, N=2, H=1, HV=2, K=2, V=3)",
+                () -> forward(inputs(1, 2, new float[6], null, null, new float[3]), KdaOptions.plain()));
+    }
+
+    @Test
+    void valueHeadsMustBeAMultipleOfHeads() {
+        assertMessage("valueHeads (HV) = 3 must be a multiple of heads (H) = 2",
+                () -> forward(new KdaInputs(TWO_DOCS, 2, 3, 2, 3, new float[12], new float[12], new float[27],
+                        new float[18], new float[9], null, null, null), KdaOptions.plain()));
+    }
+
+    @Test
+    void dimensionsMustBePositive() {
+        assertMessage("keyDim (K) must be >= 1, got 0", () -> forward(new KdaInputs(TWO_DOCS, 1, 1, 0, 3, new float[0],
+                new float[0], new float[9], new float[0], new float[3], null, null, null), KdaOptions.plain()));
+        assertMessage("heads (H) must be >= 1, got 0", () -> forward(inputs(0, 2, new float[6], null, null, null),
+                KdaOptions.plain()));
+    }
+
+    @Test
+    void gateParametersArePresentExactlyWhenRequired() {
+        assertMessage("dtBias must not be null (expected [HV*K] = 4 values)",
+                () -> forward(inputs(1, 2, new float[6], new float[2], null, null), SOFTPLUS));
+        assertMessage("aLog must not be null (expected [HV] = 2 values)",
+                () -> forward(inputs(1, 2, new float[6], null, new float[4], null), SOFTPLUS));
+        assertMessage("aLog has 3 values, expected [HV] = 2 (T=3, N=2, H=1, HV=2, K=2, V=3)",
+                () -> forward(inputs(1, 2, new float[6], new float[3], new float[4], null),
+                        KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, -5f)));
+        assertMessage("dtBias must be null without a gate in the op (gate = NONE), got 4 values",
+                () -> forward(inputs(1, 2, new float[6], null, new float[4], null), KdaOptions.plain()));
+        assertMessage("aLog must be null without a gate in the op (gate = NONE), got 2 values",
+                () -> forward(inputs(1, 2, new float[6], new float[2], null, null), KdaOptions.plain()));
+    }
+
+    @Test
+    void upstreamGradientsAreChecked() {
+        KdaInputs in = inputs(1, 2, new float[6], null, null, null);
+        assertMessage("dO has 17 values, expected [T,HV,V] = 18 (T=3, N=2, H=1, HV=2, K=2, V=3)",
+                () -> new KdaRecurrent(1).backward(in, KdaOptions.plain(), new float[17], null));
+        assertMessage("dHt has 1 values, expected [N,HV,K,V] = 24 (T=3, N=2, H=1, HV=2, K=2, V=3)",
+                () -> new KdaRecurrent(1).backward(in, KdaOptions.plain(), new float[18], new float[1]));
+    }
+
+    @Test
+    void optionsAreChecked() {
+        assertMessage("lowerBound must be in [-5, 0), got 0.5",
+                () -> new KdaOptions(Float.NaN, false, KdaOptions.Gate.LOWER_BOUND, 0.5f, false));
+        assertMessage("scale must be a finite number > 0 (or NaN for K^-0.5), got -1.0",
+                () -> new KdaOptions(-1f, false, KdaOptions.Gate.NONE, 0f, false));
+        assertMessage("threads must be >= 1, got 0", () -> new KdaChunked(0));
+    }
+}

@@ -1,0 +1,122 @@
+package io.kdapack.core.loss;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class CrossEntropyTest {
+
+    @Test
+    void uniformLogitsGiveLogVocab() {
+        CrossEntropy.Result r = CrossEntropy.forward(new float[] {3f, 3f, 3f, 3f, 3f, 3f, 3f, 3f}, new int[] {0, 3}, 4);
+        assertEquals(Math.log(4), r.loss()[0], 1e-15);
+        assertEquals(Math.log(4), r.loss()[1], 1e-15);
+    }
+
+    @Test
+    void largeLogitsStayFinite() {
+        // exp(1e4) overflows in any precision; the max shift keeps the sum in range.
+        float[] logits = {1e4f, 1e4f - 2f, -1e4f};
+        double loss = CrossEntropy.forward(logits, new int[] {1}, 3).loss()[0];
+        assertEquals(2 + Math.log1p(Math.exp(-2)), loss, 1e-12);
+    }
+
+    @Test
+    void gradientMatchesFiniteDifferences() {
+        int tokens = 5;
+        int vocab = 7;
+        Random random = new Random(42);
+        float[] logits = new float[tokens * vocab];
+        for (int i = 0; i < logits.length; i++) {
+            logits[i] = (float) (random.nextGaussian() * 2);
+        }
+        int[] labels = {0, 6, 3, 3, 1};
+        double[] weights = {0.5, 0, 1.25, -0.3, 2};
+        CrossEntropy.Result r = CrossEntropy.forward(logits, labels, vocab);
+        float[] grad = new float[logits.length];
+        CrossEntropy.backward(logits, labels, vocab, r.logSumExp(), weights, grad);
+
+        double diff = 0;
+        double norm = 0;
+        for (int i = 0; i < logits.length; i++) {
+            float saved = logits[i];
+            logits[i] = saved + 1e-2f;
+            float up = logits[i];
+            double plus = objective(logits, labels, vocab, weights);
+            logits[i] = saved - 1e-2f;
+            float down = logits[i];
+            double minus = objective(logits, labels, vocab, weights);
+            logits[i] = saved;
+            // Divide by the step actually taken in float, not by the nominal 2e-2.
+            double numeric = (plus - minus) / ((double) up - down);
+            diff += (numeric - grad[i]) * (numeric - grad[i]);
+            norm += numeric * numeric;
+        }
+        // Central differences with h = 1e-2 carry an O(h²) truncation error of ~1e-5 relative.
+        assertTrue(Math.sqrt(diff / norm) < 1e-4, "relative error " + Math.sqrt(diff / norm));
+        for (int v = 0; v < vocab; v++) {
+            assertEquals(0f, grad[vocab + v], "weight 0 gives a zero row");
+        }
+    }
+
+    @Test
+    void gradientRowsSumToZero() {
+        float[] logits = {0.1f, -2f, 3f, 0.5f};
+        float[] grad = new float[4];
+        CrossEntropy.backward(logits, new int[] {2}, 4, CrossEntropy.forward(logits, new int[] {2}, 4).logSumExp(),
+                new double[] {1}, grad);
+        assertEquals(0, grad[0] + grad[1] + grad[2] + grad[3], 1e-6);
+        assertTrue(grad[2] < 0);
+    }
+
+    @Test
+    void rangesGiveTheSameBitsAsTheWhole() {
+        int tokens = 7;
+        int vocab = 5;
+        Random random = new Random(3);
+        float[] logits = new float[tokens * vocab];
+        for (int i = 0; i < logits.length; i++) {
+            logits[i] = (float) random.nextGaussian();
+        }
+        int[] labels = {4, 0, 1, 2, 3, 4, 0};
+        double[] weights = {1, 2, 3, 0, 5, 6, 7};
+        CrossEntropy.Result whole = CrossEntropy.forward(logits, labels, vocab);
+        float[] wholeGrad = new float[logits.length];
+        CrossEntropy.backward(logits, labels, vocab, whole.logSumExp(), weights, wholeGrad);
+
+        CrossEntropy.Result parts = new CrossEntropy.Result(new double[tokens], new double[tokens]);
+        float[] partGrad = new float[logits.length];
+        for (int[] range : new int[][] {{0, 3}, {3, 3}, {3, 7}}) {
+            CrossEntropy.forward(logits, labels, vocab, range[0], range[1], parts);
+            CrossEntropy.backward(logits, labels, vocab, parts.logSumExp(), weights, partGrad, range[0], range[1]);
+        }
+        assertArrayEquals(whole.loss(), parts.loss());
+        assertArrayEquals(wholeGrad, partGrad);
+        assertThrows(IllegalArgumentException.class, () -> CrossEntropy.forward(logits, labels, vocab, 5, 8, parts));
+    }
+
+    @Test
+    void rejectsBadInput() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> CrossEntropy.forward(new float[4], new int[] {0, 2}, 2));
+        assertTrue(e.getMessage().contains("label 2 at token 1"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> CrossEntropy.forward(new float[5], new int[] {0, 1}, 2));
+        assertTrue(e.getMessage().startsWith("logits: 5 values"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> CrossEntropy.forward(new float[] {Float.NaN, 1f}, new int[] {0}, 2));
+        assertTrue(e.getMessage().contains("row 0"), e.getMessage());
+    }
+
+    private static double objective(float[] logits, int[] labels, int vocab, double[] weights) {
+        double[] loss = CrossEntropy.forward(logits, labels, vocab).loss();
+        double total = 0;
+        for (int t = 0; t < loss.length; t++) {
+            total += weights[t] * loss[t];
+        }
+        return total;
+    }
+}

@@ -1,0 +1,72 @@
+package io.kdapack.core.nn;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class EmbeddingAndMlpTest {
+
+    @Test
+    void embeddingLooksUpAndScattersGradients() {
+        Random random = new Random(6);
+        Embedding embedding = new Embedding("model.embed_tokens", 5, 3);
+        GradCheck.randomize(embedding, random, 1);
+        int[] tokens = {4, 0, 4, 2};
+        float[] out = embedding.forward(tokens);
+        float[] w = embedding.weight().values();
+        assertArrayEquals(new float[] {w[12], w[13], w[14]}, java.util.Arrays.copyOfRange(out, 0, 3));
+        float[] dy = GradCheck.normal(random, 4 * 3, 1);
+        embedding.backward(tokens, dy);
+        GradCheck.assertGradient("dweight", embedding.weight().grads(), w,
+                () -> GradCheck.dot(embedding.forward(tokens), dy));
+        assertEquals(0f, embedding.weight().grads()[3], "row 1 is never looked up");
+        assertEquals("model.embed_tokens.weight: token id 7 at position 1 is outside [0, 5)",
+                assertThrows(IllegalArgumentException.class, () -> embedding.forward(new int[] {0, 7})).getMessage());
+    }
+
+    @Test
+    void swiGluMatchesFormulaAndGradients() {
+        Random random = new Random(7);
+        SwiGluMlp mlp = new SwiGluMlp("mlp", 4, 6);
+        GradCheck.randomize(mlp, random, 0.5);
+        assertEquals(List.of("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"),
+                mlp.parameters().stream().map(Parameter::name).toList());
+        int tokens = 3;
+        float[] x = GradCheck.normal(random, tokens * 4, 1);
+
+        float[] y = mlp.forward(x, tokens).output();
+        float[] expected = new float[tokens * 4];
+        float[] gw = mlp.parameters().get(0).values();
+        float[] uw = mlp.parameters().get(1).values();
+        float[] dw = mlp.parameters().get(2).values();
+        for (int t = 0; t < tokens; t++) {
+            for (int o = 0; o < 4; o++) {
+                double s = 0;
+                for (int i = 0; i < 6; i++) {
+                    double g = 0;
+                    double u = 0;
+                    for (int j = 0; j < 4; j++) {
+                        g += gw[i * 4 + j] * x[t * 4 + j];
+                        u += uw[i * 4 + j] * x[t * 4 + j];
+                    }
+                    s += dw[o * 6 + i] * (g / (1 + Math.exp(-g))) * u;
+                }
+                expected[t * 4 + o] = (float) s;
+            }
+        }
+        assertTrue(GradCheck.relativeError(y, expected) < 1e-5);
+
+        float[] dy = GradCheck.normal(random, tokens * 4, 1);
+        float[] dx = mlp.backward(mlp.forward(x, tokens), dy);
+        java.util.function.DoubleSupplier loss = () -> GradCheck.dot(mlp.forward(x, tokens).output(), dy);
+        GradCheck.assertGradient("dx", dx, x, loss);
+        for (Parameter p : mlp.parameters()) {
+            GradCheck.assertGradient(p.name(), p.grads(), p.values(), loss);
+        }
+    }
+}
