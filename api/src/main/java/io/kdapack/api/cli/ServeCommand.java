@@ -4,8 +4,8 @@ import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.server.ApiToken;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.KdapackServer;
-import io.kdapack.api.server.ServerConfigFile;
 import io.kdapack.api.server.ServerSettings;
+import io.kdapack.config.ConfigLoader;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -17,21 +17,19 @@ import picocli.CommandLine.Option;
         description = "Run the HTTP training server (REST + server-sent events); see /openapi.yaml.")
 final class ServeCommand implements Callable<Integer> {
 
-    @Option(names = "--config", description = "Configuration file (YAML or JSON); its server: section applies.")
+    @Option(names = "--config", description = "Configuration file (YAML), merged with KDAPACK_* variables and "
+            + "kdapack.* system properties; its server section applies (docs/configuration.md).")
     Path config;
 
-    @Option(names = "--port", description = "TCP port (default ${DEFAULT-VALUE} or the config's; 0 = any free port).")
+    @Option(names = "--port", description = "TCP port, overriding server.port (0 = any free port).")
     Integer port;
 
-    @Option(names = "--bind", description = "Address to listen on (default 127.0.0.1: this machine only).")
+    @Option(names = "--bind", description = "Address to listen on, overriding server.host (default 127.0.0.1: this machine only).")
     String bind;
 
     @Override
     public Integer call() throws Exception {
-        ServerSettings settings = ServerSettings.defaults();
-        if (config != null) {
-            settings = ServerConfigFile.read(config, settings);
-        }
+        ServerSettings settings = ServerSettings.from(ConfigLoader.load(config).server());
         if (port != null) {
             settings = settings.withPort(port);
         }

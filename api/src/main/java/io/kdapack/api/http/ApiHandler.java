@@ -10,6 +10,7 @@ import io.kdapack.actors.pipeline.PackedBatch;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.JobService;
 import io.kdapack.api.server.ServerMetrics;
+import io.kdapack.config.ConfigException;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
@@ -264,6 +265,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
             case ApiException api -> api;
             case JobFactory.BackendUnavailableException missing ->
                     new ApiException(HttpResponseStatus.NOT_IMPLEMENTED, missing.getMessage(), null);
+            case ConfigException config -> ApiException.badRequest(config.getMessage(), config.key());
             case IllegalArgumentException bad -> ApiException.badRequest(bad.getMessage(), null);
             default -> {
                 LOG.error("request failed", cause);

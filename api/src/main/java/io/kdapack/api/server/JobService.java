@@ -9,6 +9,7 @@ import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.actors.pipeline.PackedBatch;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.api.http.ApiException;
+import io.kdapack.config.ConfigException;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -160,6 +161,8 @@ public final class JobService {
             return call.call();
         } catch (ApiException | JobFactory.BackendUnavailableException e) {
             throw e;
+        } catch (ConfigException e) {
+            throw ApiException.badRequest(e.getMessage(), e.key());
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), null);
         } catch (Exception e) {

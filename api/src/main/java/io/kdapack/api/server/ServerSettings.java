@@ -1,11 +1,13 @@
 package io.kdapack.api.server;
 
 import io.kdapack.actors.pipeline.PipelineSettings;
+import io.kdapack.config.ServerConfig;
 import java.nio.file.Path;
 import java.time.Duration;
 
 /**
- * How {@code kdapack serve} listens and guards itself.
+ * How {@code kdapack serve} listens and guards itself: the configuration's {@code server} section
+ * ({@link #from}) plus the settings of the job actors.
  *
  * @param bind           address to listen on; loopback by default
  * @param port           TCP port; 0 picks a free one
@@ -21,10 +23,6 @@ import java.time.Duration;
 public record ServerSettings(String bind, int port, String token, Path tokenFile, int maxBodyBytes, Path dataRoot,
                              Duration askTimeout, int retainFinished, PipelineSettings pipeline) {
 
-    public static final String DEFAULT_BIND = "127.0.0.1";
-    public static final int DEFAULT_PORT = 8470;
-    public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
-
     public ServerSettings {
         if (bind == null || bind.isBlank()) {
             throw new IllegalArgumentException("bind address must not be empty");
@@ -33,11 +31,11 @@ public record ServerSettings(String bind, int port, String token, Path tokenFile
             throw new IllegalArgumentException("port must be in [0, 65535], got " + port);
         }
         if (token != null && token.length() < 16) {
-            throw new IllegalArgumentException("a configured token must have at least 16 characters, got "
+            throw new IllegalArgumentException("server.token: a configured token must have at least 16 characters, got "
                     + token.length());
         }
-        if (maxBodyBytes < 1024) {
-            throw new IllegalArgumentException("maxBodyBytes must be >= 1024, got " + maxBodyBytes);
+        if (maxBodyBytes < 1) {
+            throw new IllegalArgumentException("server.max_body_bytes must be >= 1, got " + maxBodyBytes);
         }
         if (askTimeout.isNegative() || askTimeout.isZero()) {
             throw new IllegalArgumentException("askTimeout must be positive, got " + askTimeout);
@@ -47,10 +45,18 @@ public record ServerSettings(String bind, int port, String token, Path tokenFile
         }
     }
 
-    /** Defaults: loopback, port 8470, generated token in {@code runs/server.token}, data root {@code .}. */
-    public static ServerSettings defaults() {
-        return new ServerSettings(DEFAULT_BIND, DEFAULT_PORT, null, Path.of("runs", "server.token"),
-                DEFAULT_MAX_BODY_BYTES, Path.of("."), Duration.ofSeconds(30), 32, PipelineSettings.DEFAULT);
+    /**
+     * The settings of the configuration's {@code server} section, with the server's own defaults for what the
+     * configuration does not cover (ask timeout, finished jobs kept, pipeline settings).
+     */
+    public static ServerSettings from(ServerConfig server) {
+        if (server.maxBodyBytes() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("server.max_body_bytes = " + server.maxBodyBytes()
+                    + ": at most " + Integer.MAX_VALUE + " bytes");
+        }
+        return new ServerSettings(server.host(), server.port(), server.token(), Path.of(server.tokenFile()),
+                (int) server.maxBodyBytes(), Path.of(server.dataRoot()), Duration.ofSeconds(30), 32,
+                PipelineSettings.DEFAULT);
     }
 
     public ServerSettings withBind(String newBind) {

@@ -157,7 +157,7 @@ class ApiHandlerTest {
             assertEquals("Content-Type", error(http.exchange(post + "\r\nContent-Type: text/csv", "a,b"), 415,
                     "unsupported content type"));
             assertEquals("steps", error(http.exchange(post + "\r\nContent-Type: application/json", "{\"steps\": 0}"),
-                    400, "steps must be an integer >= 1"));
+                    400, "steps = 0 (from request body): expected an integer >= 1"));
             error(http.exchange(post, ""), 400, "the request body is empty");
 
             FullHttpResponse created = http.exchange(post + "\r\nContent-Type: application/yaml", "steps: 2\n");

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kdapack.config.ServerConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -20,7 +21,7 @@ class ApiTokenTest {
     @Test
     void aGeneratedTokenIsWrittenReadableByItsOwnerOnly() throws Exception {
         Path file = temp.resolve("run/server.token");
-        ServerSettings settings = ServerSettings.defaults().withToken(null, file);
+        ServerSettings settings = ServerSettings.from(ServerConfig.defaults()).withToken(null, file);
         String token = ApiToken.resolve(settings);
         assertEquals(43, token.length(), "256 bits in unpadded base64url");
         assertEquals(token + "\n", Files.readString(file));
@@ -35,10 +36,10 @@ class ApiTokenTest {
     void aConfiguredTokenIsUsedAndNothingIsWritten() throws Exception {
         Path file = temp.resolve("server.token");
         String configured = "configured-token-0123456789";
-        assertEquals(configured, ApiToken.resolve(ServerSettings.defaults().withToken(configured, file)));
+        assertEquals(configured, ApiToken.resolve(ServerSettings.from(ServerConfig.defaults()).withToken(configured, file)));
         assertFalse(Files.exists(file));
         var tooShort = assertThrows(IllegalArgumentException.class,
-                () -> ServerSettings.defaults().withToken("short", file));
+                () -> ServerSettings.from(ServerConfig.defaults()).withToken("short", file));
         assertTrue(tooShort.getMessage().contains("at least 16 characters"));
     }
 }

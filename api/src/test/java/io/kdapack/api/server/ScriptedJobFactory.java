@@ -14,6 +14,7 @@ import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.actors.pipeline.TrainingPlan;
 import io.kdapack.api.http.ApiException;
+import io.kdapack.config.ConfigException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -42,7 +43,7 @@ public final class ScriptedJobFactory implements JobFactory {
     public TrainingBackend create(String jobId, JsonNode config) {
         JsonNode steps = config.get("steps");
         if (steps == null || !steps.canConvertToInt() || steps.asInt() < 1) {
-            throw ApiException.badRequest("steps must be an integer >= 1", "steps");
+            throw new ConfigException("steps", steps, "expected an integer >= 1", "request body");
         }
         configs.put(jobId, config);
         return backend(jobId, config);
