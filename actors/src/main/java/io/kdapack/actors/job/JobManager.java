@@ -2,7 +2,7 @@ package io.kdapack.actors.job;
 
 import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.actors.pipeline.BatchLoss;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import java.time.Instant;
@@ -54,7 +54,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     }
 
     /** Loss of a packed batch under a running job's current weights. */
-    public record Evaluate(String jobId, PackedBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo)
+    public record Evaluate(String jobId, MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo)
             implements Command {
     }
 

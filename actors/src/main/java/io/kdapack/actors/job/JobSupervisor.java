@@ -4,7 +4,7 @@ import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.events.StepEvent;
 import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.actors.pipeline.BatchSegmenter;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.actors.pipeline.SampleSource;
 import io.kdapack.actors.pipeline.StepLoss;
@@ -52,7 +52,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     public record CheckpointAndStop() implements Command {
     }
 
-    public record Evaluate(PackedBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+    public record Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
     }
 
     private record Restored(long step) implements Command {
@@ -199,7 +199,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         var update = applied.applied().update();
         double loss = stepLoss.main().mean();
         hub.tell(new MetricsHub.Publish(jobId, new StepEvent(stepLoss.step(), loss,
-                stepLoss.mtp() == null ? null : stepLoss.mtp().mean(), stepLoss.positions(), stepLoss.segments(),
+                stepLoss.mtpLoss(), stepLoss.positions(), stepLoss.segments(),
                 update.gradNorm(), update.learningRate(), stepLoss.positions() / seconds)));
         status = status.running(stepLoss.step(), loss);
         statusTo.tell(status);

@@ -1,6 +1,6 @@
 package io.kdapack.actors.job;
 
-import io.kdapack.actors.pipeline.LossSum;
+import io.kdapack.core.loss.LossReport;
 import io.kdapack.actors.pipeline.MicroBatchLoss;
 import io.kdapack.actors.pipeline.StepLoss;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -11,9 +11,10 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 
 /**
- * Loss stage: accumulates the micro-batch losses of an optimizer step (Megatron: the logged loss is
- * {@code Σ sums / Σ counts} over the M micro-batches) and reports the step's {@link StepLoss} once all M
- * arrived.
+ * Loss stage: accumulates the micro-batch loss reports of an optimizer step and reports the step's
+ * {@link StepLoss} once all M arrived. As Megatron logs them (docs/training.md): the loss is
+ * {@code Σ sums / Σ counts} over the M micro-batches, the MTP loss the mean over micro-batches of
+ * {@code mtp_sum_m / mtp_count_m}.
  */
 public final class Loss extends AbstractBehavior<Loss.Command> {
 
@@ -28,8 +29,9 @@ public final class Loss extends AbstractBehavior<Loss.Command> {
     private final ActorRef<StepLoss> reportTo;
     private long step = -1;
     private int received;
-    private LossSum main;
-    private LossSum mtp;
+    private LossReport main;
+    private LossReport mtp;
+    private double mtpMeans;
     private long positions;
     private long segments;
 
@@ -50,8 +52,9 @@ public final class Loss extends AbstractBehavior<Loss.Command> {
     private Behavior<Command> onAccumulate(Accumulate part) {
         if (received == 0) {
             step = part.step();
-            main = LossSum.ZERO;
-            mtp = part.loss().mtp() == null ? null : LossSum.ZERO;
+            main = LossReport.EMPTY;
+            mtp = part.loss().mtp() == null ? null : LossReport.EMPTY;
+            mtpMeans = 0;
             positions = 0;
             segments = 0;
         } else if (part.step() != step) {
@@ -62,12 +65,16 @@ public final class Loss extends AbstractBehavior<Loss.Command> {
             throw new IllegalStateException("micro-batches of step " + step + " disagree on whether there is an MTP loss");
         }
         main = main.plus(part.loss().main());
-        mtp = mtp == null ? null : mtp.plus(part.loss().mtp());
+        if (mtp != null) {
+            mtp = mtp.plus(part.loss().mtp());
+            mtpMeans += part.loss().mtp().mean();
+        }
         positions += part.positions();
         segments += part.segments();
         received++;
         if (received == part.microBatches()) {
-            reportTo.tell(new StepLoss(step, received, main, mtp, positions, segments));
+            reportTo.tell(new StepLoss(step, received, main, mtp, mtp == null ? null : mtpMeans / received, positions,
+                    segments));
             received = 0;
         }
         return this;

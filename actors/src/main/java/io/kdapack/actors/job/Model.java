@@ -3,7 +3,7 @@ package io.kdapack.actors.job;
 import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.actors.pipeline.MicroBatchLoss;
 import io.kdapack.actors.pipeline.OptimizerUpdate;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.actors.pipeline.StepCompute;
 import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
@@ -62,7 +62,7 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     /** Loss of a packed batch under the current weights; a bad batch is answered with an error, not a failure. */
-    public record Evaluate(PackedBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+    public record Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
     }
 
     private record Pulled(Segmenter.Delivered delivered, Throwable failure) implements Command {
@@ -134,11 +134,11 @@ public final class Model extends AbstractBehavior<Model.Command> {
         if (pulled.delivered().index() != expected) {
             throw new IllegalStateException("micro-batch " + pulled.delivered().index() + " arrived, expected " + expected);
         }
-        PackedBatch batch = pulled.delivered().batch();
+        MicroBatch batch = pulled.delivered().batch();
         MicroBatchLoss loss = compute.forwardBackward(batch);
         done++;
-        current.loss().tell(new Loss.Accumulate(current.step(), current.microBatches(), loss, batch.positions(),
-                batch.segmentCount()));
+        current.loss().tell(new Loss.Accumulate(current.step(), current.microBatches(), loss, batch.size(),
+                segmentCount(batch)));
         if (done < current.microBatches()) {
             pullNext();
         } else {
@@ -180,6 +180,22 @@ public final class Model extends AbstractBehavior<Model.Command> {
         } catch (Exception e) {
             evaluate.replyTo().tell(StatusReply.error(e.getMessage() == null ? e.toString() : e.getMessage()));
         }
+    }
+
+    /** Segments (documents) of a micro-batch: runs of equal non-zero segment ids within each row. */
+    static int segmentCount(MicroBatch batch) {
+        int count = 0;
+        for (int row = 0; row < batch.rows(); row++) {
+            int previous = 0;
+            for (int t = row * batch.length(); t < (row + 1) * batch.length(); t++) {
+                int id = batch.segmentIds()[t];
+                if (id != 0 && id != previous) {
+                    count++;
+                }
+                previous = id;
+            }
+        }
+        return count;
     }
 
     private StepCompute compute() throws Exception {

@@ -1,7 +1,7 @@
 package io.kdapack.actors.job;
 
 import io.kdapack.actors.pipeline.BatchSegmenter;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.model.MicroBatch;
 import java.util.ArrayDeque;
 import java.util.Queue;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -28,7 +28,7 @@ public final class Segmenter extends AbstractBehavior<Segmenter.Command> {
     }
 
     /** Reply to {@link Pull}: micro-batch number {@code index} of the global order. */
-    public record Delivered(long index, PackedBatch batch) {
+    public record Delivered(long index, MicroBatch batch) {
     }
 
     private record WrappedLoaded(Loader.Loaded loaded) implements Command {

@@ -1,5 +1,6 @@
 package io.kdapack.actors.pipeline;
 
+import io.kdapack.core.loss.LossReport;
 import java.util.List;
 
 /**
@@ -8,7 +9,7 @@ import java.util.List;
  * @param total    Σ over the batch
  * @param segments one entry per segment, in row-major order of their first token
  */
-public record BatchLoss(LossSum total, List<LossSum> segments) {
+public record BatchLoss(LossReport total, List<LossReport> segments) {
 
     public BatchLoss {
         segments = List.copyOf(segments);

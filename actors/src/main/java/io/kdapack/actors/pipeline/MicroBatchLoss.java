@@ -1,13 +1,14 @@
 package io.kdapack.actors.pipeline;
 
+import io.kdapack.core.loss.LossReport;
+
 /**
  * The losses of one micro-batch's forward pass.
  *
- * @param main the language-model loss
- * @param mtp  the multi-token-prediction loss (already scaled as configured), or null when the model has no
- *             MTP head
+ * @param main the language-model loss report (Megatron's {@code loss_func}: masked sum and count)
+ * @param mtp  the multi-token-prediction loss report, or null when the model has no MTP head
  */
-public record MicroBatchLoss(LossSum main, LossSum mtp) {
+public record MicroBatchLoss(LossReport main, LossReport mtp) {
 
     public MicroBatchLoss {
         if (main == null) {

@@ -1,5 +1,6 @@
 package io.kdapack.actors.pipeline;
 
+import io.kdapack.core.model.MicroBatch;
 import java.io.IOException;
 
 /**
@@ -27,7 +28,7 @@ public interface StepCompute extends AutoCloseable {
      *
      * @return the un-normalised loss sums and mask counts of this micro-batch
      */
-    MicroBatchLoss forwardBackward(PackedBatch batch) throws Exception;
+    MicroBatchLoss forwardBackward(MicroBatch batch) throws Exception;
 
     /**
      * Applies the optimizer step to the gradients accumulated over the step's micro-batches and zeroes them.
@@ -37,7 +38,7 @@ public interface StepCompute extends AutoCloseable {
     OptimizerUpdate optimizerStep(StepLoss accumulated) throws Exception;
 
     /** Forward pass only, with the current weights; no gradient is kept. Bad input throws IllegalArgumentException. */
-    BatchLoss evaluate(PackedBatch batch) throws Exception;
+    BatchLoss evaluate(MicroBatch batch) throws Exception;
 
     /** Writes a checkpoint of the state after {@code step} optimizer steps, atomically (never half-written). */
     void saveCheckpoint(long step) throws Exception;

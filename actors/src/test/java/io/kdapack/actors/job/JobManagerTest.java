@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.events.StepEvent;
 import io.kdapack.actors.pipeline.BatchLoss;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import java.time.Duration;
@@ -114,6 +115,33 @@ class JobManagerTest {
             assertTrue(training.computeClosed, "compute closed when the model stops");
             return null;
         });
+    }
+
+    @Test
+    void theMtpLossIsLoggedAsTheMeanOfMicroBatchMeansLikeMegatron() {
+        var manager = manager(SETTINGS);
+        var events = subscribe(manager);
+        start(manager, "mtp", new ScriptedTraining(2, 3, 100).withMtp(), testKit);
+        for (long step = 1; step <= 2; step++) {
+            StepEvent event = (StepEvent) events.receiveMessage(WAIT).event();
+            double meanOfMeans = 0;
+            for (long i = (step - 1) * 3; i < step * 3; i++) {
+                meanOfMeans += ScriptedTraining.mtpReport(i).mean();
+            }
+            assertEquals(meanOfMeans / 3, event.mtpLoss(), 1e-15);
+            assertEquals(ScriptedTraining.expectedStepLoss(step, 3), event.loss(), 1e-15);
+        }
+    }
+
+    @Test
+    void segmentsAreCountedAsRunsOfNonZeroIdsPerRow() {
+        // Row 0: docs 1 | 2 | padding; row 1: doc 5, doc 3, doc 5 again (ids need not increase) — 5 segments.
+        int[] ids = {1, 1, 2, 0, 0, 5, 5, 3, 5, 5};
+        assertEquals(5, Model.segmentCount(new MicroBatch(2, 5, new int[10], new int[10], new float[10], new int[10],
+                ids, null, null)));
+        // A row boundary starts a new segment even with the same id.
+        assertEquals(2, Model.segmentCount(new MicroBatch(2, 2, new int[4], new int[4], new float[4], new int[4],
+                new int[] {7, 7, 7, 7}, null, null)));
     }
 
     @Test
@@ -340,8 +368,9 @@ class JobManagerTest {
             start(manager, "mid-step", training, testKit);
             assertEquals(0L, training.started.poll(10, TimeUnit.SECONDS));
             // The model has run micro-batch 0 of step 1 and waits for micro-batch 1, which the loader holds.
-            manager.tell(new JobManager.Evaluate("mid-step", new io.kdapack.actors.pipeline.PackedBatch(1, 1,
-                    new int[] {1}, new int[] {2}, new float[] {1}, new int[] {0}, new int[] {1}), reply.getRef()));
+            manager.tell(new JobManager.Evaluate("mid-step", new MicroBatch(1, 1,
+                    new int[] {1}, new int[] {2}, new float[] {1}, new int[] {0}, new int[] {1}, null, null),
+                    reply.getRef()));
             list(manager);
             reply.expectNoMessage(Duration.ofMillis(200));
         } finally {
@@ -358,8 +387,8 @@ class JobManagerTest {
         var training = new ScriptedTraining(3, 1, 100).gated(gate);
         start(manager, "eval", training, testKit);
         TestProbe<StatusReply<BatchLoss>> reply = testKit.createTestProbe();
-        var batch = new io.kdapack.actors.pipeline.PackedBatch(1, 2, new int[] {1, 2}, new int[] {2, 3},
-                new float[] {1, 1}, new int[] {0, 1}, new int[] {1, 1});
+        var batch = new MicroBatch(1, 2, new int[] {1, 2}, new int[] {2, 3},
+                new float[] {1, 1}, new int[] {0, 1}, new int[] {1, 1}, null, null);
 
         manager.tell(new JobManager.Evaluate("nope", batch, reply.getRef()));
         assertTrue(reply.receiveMessage(WAIT).getError().getMessage().contains("no job nope"));

@@ -2,16 +2,16 @@ package io.kdapack.actors.job;
 
 import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.actors.pipeline.BatchSegmenter;
-import io.kdapack.actors.pipeline.LossSum;
 import io.kdapack.actors.pipeline.MicroBatchLoss;
 import io.kdapack.actors.pipeline.OptimizerUpdate;
-import io.kdapack.actors.pipeline.PackedBatch;
 import io.kdapack.actors.pipeline.RawMicroBatch;
 import io.kdapack.actors.pipeline.SampleSource;
 import io.kdapack.actors.pipeline.StepCompute;
 import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.actors.pipeline.TrainingPlan;
+import io.kdapack.core.loss.LossReport;
+import io.kdapack.core.model.MicroBatch;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
@@ -43,6 +43,7 @@ final class ScriptedTraining implements TrainingBackend {
     final CountDownLatch releaseHang = new CountDownLatch(1);
     private Semaphore modelGate;
     private long restoreStep;
+    private boolean mtp;
 
     final AtomicInteger loaded = new AtomicInteger();
     final AtomicInteger consumed = new AtomicInteger();
@@ -58,6 +59,16 @@ final class ScriptedTraining implements TrainingBackend {
 
     ScriptedTraining(long totalSteps, int microBatches, long checkpointEvery) {
         this.plan = new TrainingPlan(totalSteps, microBatches, checkpointEvery);
+    }
+
+    /** Micro-batch i reports an MTP loss of sum i+1 over count 1 + i % 3. */
+    ScriptedTraining withMtp() {
+        mtp = true;
+        return this;
+    }
+
+    static LossReport mtpReport(long index) {
+        return new LossReport(index + 1.0, 1 + index % 3);
     }
 
     ScriptedTraining failing(Stage stage, long index) {
@@ -147,7 +158,7 @@ final class ScriptedTraining implements TrainingBackend {
                 segments[t] = 1 + t / 4;
             }
             // The index travels in the first token, so the compute double can recover the formula's input.
-            return new PackedBatch(1, SEQ, inputs, labels, mask, positions, segments);
+            return new MicroBatch(1, SEQ, inputs, labels, mask, positions, segments, null, null);
         };
     }
 
@@ -171,7 +182,7 @@ final class ScriptedTraining implements TrainingBackend {
         }
 
         @Override
-        public MicroBatchLoss forwardBackward(PackedBatch batch) throws Exception {
+        public MicroBatchLoss forwardBackward(MicroBatch batch) throws Exception {
             computeThreads.add(Thread.currentThread());
             long index = batch.tokens()[0] / 10;
             started.add(index);
@@ -181,11 +192,8 @@ final class ScriptedTraining implements TrainingBackend {
             consumed.incrementAndGet();
             calls.add("forward " + index);
             failIf(Stage.MODEL, index);
-            double count = 0;
-            for (float m : batch.lossMask()) {
-                count += m;
-            }
-            return new MicroBatchLoss(new LossSum(tokenLoss(index) * count, count), null);
+            long count = batch.lossTokens();
+            return new MicroBatchLoss(new LossReport(tokenLoss(index) * count, count), mtp ? mtpReport(index) : null);
         }
 
         @Override
@@ -196,14 +204,11 @@ final class ScriptedTraining implements TrainingBackend {
         }
 
         @Override
-        public BatchLoss evaluate(PackedBatch batch) {
+        public BatchLoss evaluate(MicroBatch batch) {
             computeThreads.add(Thread.currentThread());
             calls.add("evaluate");
-            double count = 0;
-            for (float m : batch.lossMask()) {
-                count += m;
-            }
-            return new BatchLoss(new LossSum(2 * count, count), List.of(new LossSum(2 * count, count)));
+            long count = batch.lossTokens();
+            return new BatchLoss(new LossReport(2.0 * count, count), List.of(new LossReport(2.0 * count, count)));
         }
 
         @Override

@@ -5,8 +5,8 @@ import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.pipeline.BatchLoss;
-import io.kdapack.actors.pipeline.LossSum;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.loss.LossReport;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.JobService;
 import io.kdapack.api.server.ServerMetrics;
@@ -157,7 +157,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 });
             }
             case STEPS -> {
-                PackedBatch batch;
+                MicroBatch batch;
                 String job;
                 if (isMediaType(request.contentType(), "application/octet-stream")) {
                     job = request.uri().parameters().getOrDefault("job", List.of()).stream().findFirst()
@@ -252,7 +252,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
         return body;
     }
 
-    private static Map<String, Object> segmentJson(LossSum segment) {
+    private static Map<String, Object> segmentJson(LossReport segment) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("loss", segment.mean());
         body.put("count", segment.count());

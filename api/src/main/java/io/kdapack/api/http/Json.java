@@ -17,7 +17,6 @@ import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
-import io.kdapack.actors.pipeline.InvalidBatchException;
 import java.io.IOException;
 import java.util.stream.Collectors;
 
@@ -96,8 +95,7 @@ public final class Json {
             case UnrecognizedPropertyException unknown -> ApiException.badRequest(
                     "unknown field '" + unknown.getPropertyName() + "'", path(unknown));
             case ValueInstantiationException invalid when invalid.getCause() instanceof IllegalArgumentException cause ->
-                    ApiException.badRequest(cause.getMessage(), cause instanceof InvalidBatchException batch
-                            ? batch.field() : path(invalid));
+                    ApiException.badRequest(cause.getMessage(), path(invalid));
             case InvalidFormatException invalidFormat -> ApiException.badRequest("wrong type: "
                     + describe(invalidFormat.getValue()) + " is not a valid " + simpleName(invalidFormat.getTargetType()),
                     path(invalidFormat));

@@ -1,8 +1,7 @@
 package io.kdapack.api.http;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import io.kdapack.actors.pipeline.InvalidBatchException;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.io.SafeTensorsException;
 import io.kdapack.core.io.Tensor;
@@ -21,7 +20,7 @@ public record StepsRequest(String job, int[][] tokens, int[][] labels, @JsonProp
     }
 
     /** The packed batch, checked: every array present, rows of one length, shapes equal, values in range. */
-    public PackedBatch toBatch() {
+    public MicroBatch toBatch() {
         if (job == null) {
             throw ApiException.badRequest("job is required", "job");
         }
@@ -33,7 +32,7 @@ public record StepsRequest(String job, int[][] tokens, int[][] labels, @JsonProp
     }
 
     /** Reads the tensors {@code tokens, labels, loss_mask, segment_ids, position_ids} (all {@code [B,T]}). */
-    public static PackedBatch fromSafeTensors(byte[] body) {
+    public static MicroBatch fromSafeTensors(byte[] body) {
         SafeTensors file;
         try {
             file = SafeTensors.parse("request body", body);
@@ -62,12 +61,26 @@ public record StepsRequest(String job, int[][] tokens, int[][] labels, @JsonProp
         }
     }
 
-    private static PackedBatch batch(int rows, int length, int[] tokens, int[] labels, float[] mask, int[] positions,
-                                     int[] segments) {
-        try {
-            return new PackedBatch(rows, length, tokens, labels, mask, positions, segments);
-        } catch (InvalidBatchException e) {
-            throw ApiException.badRequest(e.getMessage(), e.field());
+    /** The micro-batch (without MTP targets: the compute derives them if its model has an MTP head). */
+    private static MicroBatch batch(int rows, int length, int[] tokens, int[] labels, float[] mask, int[] positions,
+                                    int[] segments) {
+        requireNonNegative("tokens", tokens);
+        requireNonNegative("labels", labels);
+        requireNonNegative("position_ids", positions);
+        requireNonNegative("segment_ids", segments);
+        for (int i = 0; i < mask.length; i++) {
+            if (mask[i] != 0f && mask[i] != 1f) {
+                throw ApiException.badRequest("entry " + i + " must be 0 or 1, got " + mask[i], "loss_mask");
+            }
+        }
+        return new MicroBatch(rows, length, tokens, labels, mask, positions, segments, null, null);
+    }
+
+    private static void requireNonNegative(String field, int[] values) {
+        for (int i = 0; i < values.length; i++) {
+            if (values[i] < 0) {
+                throw ApiException.badRequest("entry " + i + " must be >= 0, got " + values[i], field);
+            }
         }
     }
 

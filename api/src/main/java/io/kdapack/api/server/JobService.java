@@ -6,7 +6,7 @@ import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.pipeline.BatchLoss;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.api.http.ApiException;
 import io.kdapack.config.ConfigException;
@@ -96,7 +96,7 @@ public final class JobService {
     }
 
     /** The loss of {@code batch} under job {@code id}'s current weights: 404 unknown job, 409 not running. */
-    public CompletionStage<BatchLoss> evaluate(String id, PackedBatch batch) {
+    public CompletionStage<BatchLoss> evaluate(String id, MicroBatch batch) {
         return get(id).thenCompose(handle -> {
             JobStatus status = handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status();
             if (status.state().isTerminal()) {

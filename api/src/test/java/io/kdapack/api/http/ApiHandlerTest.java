@@ -196,6 +196,8 @@ class ApiHandlerTest {
             assertEquals("job", error(http.exchange(post, "{\"job\": 7, " + good + "}"), 400, "wrong type"));
             assertEquals("tokens", error(http.exchange(post, "{\"job\": \"" + job + "\", "
                     + good.replace("[[1, 2, 3]]", "[[1, -2, 3]]") + "}"), 400, "entry 1 must be >= 0, got -2"));
+            assertEquals("loss_mask", error(http.exchange(post, "{\"job\": \"" + job + "\", "
+                    + good.replace("[[1, 1, 0]]", "[[1, 0.5, 0]]") + "}"), 400, "entry 1 must be 0 or 1, got 0.5"));
             assertEquals("labels[0]", error(http.exchange(post, "{\"job\": \"" + job + "\", "
                     + good.replace("[[2, 3, 4]]", "[[2, 3]]") + "}"), 400, "row 0 has 2 entries"));
             assertEquals("position_ids", error(http.exchange(post, "{\"job\": \"" + job + "\", "

@@ -3,10 +3,10 @@ package io.kdapack.api.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.actors.pipeline.BatchSegmenter;
-import io.kdapack.actors.pipeline.LossSum;
+import io.kdapack.core.loss.LossReport;
 import io.kdapack.actors.pipeline.MicroBatchLoss;
 import io.kdapack.actors.pipeline.OptimizerUpdate;
-import io.kdapack.actors.pipeline.PackedBatch;
+import io.kdapack.core.model.MicroBatch;
 import io.kdapack.actors.pipeline.RawMicroBatch;
 import io.kdapack.actors.pipeline.SampleSource;
 import io.kdapack.actors.pipeline.StepCompute;
@@ -85,8 +85,8 @@ public final class ScriptedJobFactory implements JobFactory {
 
             @Override
             public BatchSegmenter segmenter() {
-                return raw -> new PackedBatch(1, SEQ, new int[] {raw.tokens()[0], 1, 2, 3}, new int[] {1, 2, 3, 4},
-                        new float[] {1, 1, 1, 1}, new int[] {0, 1, 0, 1}, new int[] {1, 1, 2, 2});
+                return raw -> new MicroBatch(1, SEQ, new int[] {raw.tokens()[0], 1, 2, 3}, new int[] {1, 2, 3, 4},
+                        new float[] {1, 1, 1, 1}, new int[] {0, 1, 0, 1}, new int[] {1, 1, 2, 2}, null, null);
             }
 
             @Override
@@ -98,9 +98,9 @@ public final class ScriptedJobFactory implements JobFactory {
                     }
 
                     @Override
-                    public MicroBatchLoss forwardBackward(PackedBatch batch) {
+                    public MicroBatchLoss forwardBackward(MicroBatch batch) {
                         long step = batch.tokens()[0] + 1L;
-                        return new MicroBatchLoss(new LossSum(lossAt(step) * SEQ, SEQ), null);
+                        return new MicroBatchLoss(new LossReport(lossAt(step) * SEQ, SEQ), null);
                     }
 
                     @Override
@@ -109,13 +109,17 @@ public final class ScriptedJobFactory implements JobFactory {
                     }
 
                     @Override
-                    public BatchLoss evaluate(PackedBatch batch) {
-                        List<LossSum> segments = new ArrayList<>();
-                        for (int s = 0; s < batch.segmentCount(); s++) {
-                            segments.add(new LossSum(2.0 * (s + 1), 2));
+                    public BatchLoss evaluate(MicroBatch batch) {
+                        // One report per distinct segment id of the (single-row) batch: segment s has sum 2s, count 2.
+                        List<LossReport> segments = new ArrayList<>();
+                        int previous = 0;
+                        for (int id : batch.segmentIds()) {
+                            if (id != 0 && id != previous) {
+                                segments.add(new LossReport(2.0 * (segments.size() + 1), 2));
+                            }
+                            previous = id;
                         }
-                        double sum = segments.stream().mapToDouble(LossSum::sum).sum();
-                        return new BatchLoss(new LossSum(sum, 2.0 * segments.size()), segments);
+                        return new BatchLoss(LossReport.total(segments), segments);
                     }
 
                     @Override
