@@ -137,7 +137,7 @@ final class ScriptedTraining implements TrainingBackend {
             }
             int alive = loaded.incrementAndGet() - consumed.get();
             maxAlive.accumulateAndGet(alive, Math::max);
-            return new RawMicroBatch(index, 1, SEQ + 1, tokens);
+            return new RawMicroBatch(index, 1, SEQ + 1, tokens, new int[] {SEQ + 1});
         };
     }
 

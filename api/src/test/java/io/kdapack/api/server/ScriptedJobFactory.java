@@ -79,7 +79,8 @@ public final class ScriptedJobFactory implements JobFactory {
                     if (gated) {
                         gate.acquire();
                     }
-                    return new RawMicroBatch(index, 1, SEQ + 1, new int[] {(int) index, 1, 2, 3, 4});
+                    return new RawMicroBatch(index, 1, SEQ + 1, new int[] {(int) index, 1, 2, 3, 4},
+                            new int[] {SEQ + 1});
                 };
             }
 
