@@ -1,0 +1,254 @@
+package io.kdapack.actors.job;
+
+import io.kdapack.actors.events.JobEventLog;
+import io.kdapack.actors.pipeline.BatchLoss;
+import io.kdapack.core.model.MicroBatch;
+import io.kdapack.actors.pipeline.PipelineSettings;
+import io.kdapack.actors.pipeline.TrainingBackend;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Queue;
+import java.util.regex.Pattern;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.pattern.StatusReply;
+
+/**
+ * The jobs of one server: starts each run under its own {@link JobSupervisor} (so a failing job never
+ * touches another), keeps every job's latest status and event history, and on shutdown asks running jobs
+ * to checkpoint and stop. Finished jobs are kept up to a count, oldest dropped first.
+ */
+public final class JobManager extends AbstractBehavior<JobManager.Command> {
+
+    /** Job ids double as actor names and URL path segments. */
+    public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
+
+    public sealed interface Command permits StartJob, GetJob, ListJobs, CancelJob, Evaluate, StopAll, SubscribeEvents,
+            JobUpdated, SupervisorStopped {
+    }
+
+    /** Start a new job, or a new run of a resumable job with the same id. */
+    public record StartJob(String jobId, TrainingBackend backend, ActorRef<StatusReply<JobStatus>> replyTo)
+            implements Command {
+    }
+
+    public record GetJob(String jobId, ActorRef<Optional<JobHandle>> replyTo) implements Command {
+    }
+
+    public record ListJobs(ActorRef<List<JobHandle>> replyTo) implements Command {
+    }
+
+    /** Cancel a running job; replies its status (empty if unknown). The job stops within one step. */
+    public record CancelJob(String jobId, ActorRef<Optional<JobStatus>> replyTo) implements Command {
+    }
+
+    /** Loss of a packed batch under a running job's current weights. */
+    public record Evaluate(String jobId, MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo)
+            implements Command {
+    }
+
+    /** Checkpoint and stop every running job, refuse new ones, reply when all have stopped. */
+    public record StopAll(ActorRef<Done> replyTo) implements Command {
+    }
+
+    public record SubscribeEvents(ActorRef<MetricsHub.Published> subscriber) implements Command {
+    }
+
+    private record JobUpdated(JobStatus status) implements Command {
+    }
+
+    private record SupervisorStopped(String jobId, ActorRef<JobSupervisor.Command> supervisor) implements Command {
+    }
+
+    /** A job's current run; {@code supervisor} is null once the run has ended. */
+    private record Job(JobHandle handle, ActorRef<JobSupervisor.Command> supervisor) {
+        Job withStatus(JobStatus status) {
+            return new Job(new JobHandle(status, handle.events(), handle.gauges()), supervisor);
+        }
+    }
+
+    private final PipelineSettings settings;
+    private final int retainFinished;
+    private final ActorRef<MetricsHub.Command> hub;
+    private final ActorRef<JobStatus> statusAdapter;
+    private final Map<String, Job> jobs = new LinkedHashMap<>();
+    private final Queue<String> finishedOrder = new ArrayDeque<>();
+    private final List<ActorRef<Done>> stopWaiters = new ArrayList<>();
+    private boolean shuttingDown;
+    private long runs;
+
+    /**
+     * @param settings       pipeline settings of every job
+     * @param retainFinished finished jobs whose status and history are kept
+     */
+    public static Behavior<Command> create(PipelineSettings settings, int retainFinished) {
+        if (retainFinished < 0) {
+            throw new IllegalArgumentException("retainFinished must be >= 0, got " + retainFinished);
+        }
+        return Behaviors.setup(context -> new JobManager(context, settings, retainFinished));
+    }
+
+    private JobManager(ActorContext<Command> context, PipelineSettings settings, int retainFinished) {
+        super(context);
+        this.settings = settings;
+        this.retainFinished = retainFinished;
+        // A bad event must not end pub/sub for every job: the hub resumes after a failure.
+        this.hub = context.spawn(Behaviors.supervise(MetricsHub.create()).onFailure(SupervisorStrategy.resume()),
+                "metrics-hub");
+        this.statusAdapter = context.messageAdapter(JobStatus.class, JobUpdated::new);
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(StartJob.class, this::onStartJob)
+                .onMessage(GetJob.class, this::onGetJob)
+                .onMessage(ListJobs.class, this::onListJobs)
+                .onMessage(CancelJob.class, this::onCancelJob)
+                .onMessage(Evaluate.class, this::onEvaluate)
+                .onMessage(StopAll.class, this::onStopAll)
+                .onMessage(SubscribeEvents.class, this::onSubscribeEvents)
+                .onMessage(JobUpdated.class, this::onJobUpdated)
+                .onMessage(SupervisorStopped.class, this::onSupervisorStopped)
+                .build();
+    }
+
+    private Behavior<Command> onStartJob(StartJob start) {
+        String id = start.jobId();
+        Job existing = jobs.get(id);
+        String refusal = shuttingDown ? "the server is shutting down"
+                : !JOB_ID.matcher(id).matches() ? "job id must match " + JOB_ID.pattern() + ", got '" + id + "'"
+                : existing == null ? null
+                : !existing.handle().status().state().isTerminal() ? "job " + id + " is still running"
+                : !existing.handle().status().state().isResumable() ? "job " + id + " has "
+                        + existing.handle().status().state().name().toLowerCase() + "; nothing to resume"
+                : null;
+        if (refusal != null) {
+            start.replyTo().tell(StatusReply.error(refusal));
+            return this;
+        }
+        long totalSteps;
+        try {
+            totalSteps = start.backend().plan().totalSteps();
+        } catch (RuntimeException e) {
+            start.replyTo().tell(StatusReply.error("the job's training plan is unavailable: " + e.getMessage()));
+            return this;
+        }
+        finishedOrder.remove(id);
+        JobEventLog events = new JobEventLog(totalSteps);
+        PipelineGauges gauges = new PipelineGauges();
+        hub.tell(new MetricsHub.Register(id, events));
+        ActorRef<JobSupervisor.Command> supervisor = getContext().spawn(
+                JobSupervisor.create(id, start.backend(), settings, hub, statusAdapter, gauges),
+                "job-" + id + "-" + (++runs));
+        getContext().watchWith(supervisor, new SupervisorStopped(id, supervisor));
+        // The supervisor's first status (STARTING) follows; until then show the same state here.
+        JobStatus starting = JobStatus.starting(id, totalSteps, Instant.now());
+        jobs.put(id, new Job(new JobHandle(starting, events, gauges), supervisor));
+        start.replyTo().tell(StatusReply.success(starting));
+        return this;
+    }
+
+    private Behavior<Command> onGetJob(GetJob get) {
+        get.replyTo().tell(Optional.ofNullable(jobs.get(get.jobId())).map(Job::handle));
+        return this;
+    }
+
+    private Behavior<Command> onListJobs(ListJobs list) {
+        list.replyTo().tell(jobs.values().stream().map(Job::handle).toList());
+        return this;
+    }
+
+    private Behavior<Command> onCancelJob(CancelJob cancel) {
+        Job job = jobs.get(cancel.jobId());
+        if (job != null && job.supervisor() != null) {
+            job.supervisor().tell(new JobSupervisor.Cancel());
+        }
+        cancel.replyTo().tell(Optional.ofNullable(job).map(j -> j.handle().status()));
+        return this;
+    }
+
+    private Behavior<Command> onEvaluate(Evaluate evaluate) {
+        Job job = jobs.get(evaluate.jobId());
+        if (job == null) {
+            evaluate.replyTo().tell(StatusReply.error("no job " + evaluate.jobId()));
+        } else if (job.supervisor() == null || job.handle().status().state().isTerminal()) {
+            evaluate.replyTo().tell(StatusReply.error("job " + evaluate.jobId() + " is not running"));
+        } else {
+            job.supervisor().tell(new JobSupervisor.Evaluate(evaluate.batch(), evaluate.replyTo()));
+        }
+        return this;
+    }
+
+    private Behavior<Command> onStopAll(StopAll stop) {
+        shuttingDown = true;
+        stopWaiters.add(stop.replyTo());
+        for (Job job : jobs.values()) {
+            if (job.supervisor() != null && !job.handle().status().state().isTerminal()) {
+                job.supervisor().tell(new JobSupervisor.CheckpointAndStop());
+            }
+        }
+        replyIfAllStopped();
+        return this;
+    }
+
+    private Behavior<Command> onSubscribeEvents(SubscribeEvents subscribe) {
+        hub.tell(new MetricsHub.Subscribe(subscribe.subscriber()));
+        return this;
+    }
+
+    private Behavior<Command> onJobUpdated(JobUpdated updated) {
+        JobStatus status = updated.status();
+        Job job = jobs.get(status.id());
+        if (job == null) {
+            return this;
+        }
+        jobs.put(status.id(), job.withStatus(status));
+        if (status.state().isTerminal()) {
+            finishedOrder.add(status.id());
+            while (finishedOrder.size() > retainFinished) {
+                String dropped = finishedOrder.remove();
+                jobs.remove(dropped);
+                hub.tell(new MetricsHub.Forget(dropped));
+            }
+            replyIfAllStopped();
+        }
+        return this;
+    }
+
+    /** A supervisor that stopped without reporting a terminal state crashed itself: record that. */
+    private Behavior<Command> onSupervisorStopped(SupervisorStopped stopped) {
+        Job job = jobs.get(stopped.jobId());
+        if (job == null || !stopped.supervisor().equals(job.supervisor())) {
+            return this;
+        }
+        jobs.put(stopped.jobId(), new Job(job.handle(), null));
+        if (!job.handle().status().state().isTerminal()) {
+            getContext().getSelf().tell(new JobUpdated(job.handle().status().finished(JobState.FAILED,
+                    Instant.now(), "job supervisor stopped unexpectedly")));
+        }
+        return this;
+    }
+
+    private void replyIfAllStopped() {
+        if (stopWaiters.isEmpty()) {
+            return;
+        }
+        boolean allStopped = jobs.values().stream().allMatch(job -> job.handle().status().state().isTerminal());
+        if (allStopped) {
+            stopWaiters.forEach(waiter -> waiter.tell(Done.getInstance()));
+            stopWaiters.clear();
+        }
+    }
+}

@@ -1,0 +1,214 @@
+package io.kdapack.actors.job;
+
+import io.kdapack.actors.pipeline.BatchLoss;
+import io.kdapack.actors.pipeline.MicroBatchLoss;
+import io.kdapack.actors.pipeline.OptimizerUpdate;
+import io.kdapack.core.model.MicroBatch;
+import io.kdapack.actors.pipeline.StepCompute;
+import io.kdapack.actors.pipeline.StepLoss;
+import io.kdapack.actors.pipeline.TrainingBackend;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Queue;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.pattern.StatusReply;
+
+/**
+ * Model stage: owns the job's {@link StepCompute} (weights, gradients, optimizer, checkpoints). Spawn it on
+ * the pinned compute dispatcher so that every compute call, creation and close included, runs on one thread.
+ *
+ * <p>For a {@link RunStep} it pulls the step's micro-batches one by one from the segmenter (work pulling:
+ * it asks for the next only when it is ready for it), runs forward and backward on each and hands the losses
+ * to the loss actor. A micro-batch that does not arrive within the pull timeout, or one out of order, fails
+ * the stage. {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so
+ * they never come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later
+ * ones are refused as busy.
+ */
+public final class Model extends AbstractBehavior<Model.Command> {
+
+    public sealed interface Command permits Restore, RunStep, ApplyOptimizer, SaveCheckpoint, Evaluate, Pulled {
+    }
+
+    /** Restore the newest checkpoint; replies the steps it holds. */
+    public record Restore(ActorRef<Restored> replyTo) implements Command {
+    }
+
+    public record Restored(long step) {
+    }
+
+    /** Run forward/backward on micro-batches {@code firstIndex …} {@code firstIndex + microBatches − 1}. */
+    public record RunStep(long step, long firstIndex, int microBatches, ActorRef<Segmenter.Command> segmenter,
+                          ActorRef<Loss.Command> loss) implements Command {
+    }
+
+    /** Apply the optimizer to the accumulated gradients of {@code loss.step()}. */
+    public record ApplyOptimizer(StepLoss loss, ActorRef<Applied> replyTo) implements Command {
+    }
+
+    public record Applied(long step, OptimizerUpdate update) {
+    }
+
+    public record SaveCheckpoint(long step, ActorRef<Saved> replyTo) implements Command {
+    }
+
+    public record Saved(long step) {
+    }
+
+    /** Loss of a packed batch under the current weights; a bad batch is answered with an error, not a failure. */
+    public record Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+    }
+
+    private record Pulled(Segmenter.Delivered delivered, Throwable failure) implements Command {
+    }
+
+    static final int MAX_WAITING_EVALUATIONS = 64;
+
+    private final TrainingBackend backend;
+    private final Duration pullTimeout;
+    private StepCompute compute;
+    private RunStep current;
+    private int done;
+    /** True from a {@link RunStep} until its {@link ApplyOptimizer}: gradients are partly accumulated. */
+    private boolean inStep;
+    private final Queue<Evaluate> waitingEvaluations = new ArrayDeque<>();
+
+    public static Behavior<Command> create(TrainingBackend backend, Duration pullTimeout) {
+        return Behaviors.setup(context -> new Model(context, backend, pullTimeout));
+    }
+
+    private Model(ActorContext<Command> context, TrainingBackend backend, Duration pullTimeout) {
+        super(context);
+        this.backend = backend;
+        this.pullTimeout = pullTimeout;
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(Restore.class, this::onRestore)
+                .onMessage(RunStep.class, this::onRunStep)
+                .onMessage(Pulled.class, this::onPulled)
+                .onMessage(ApplyOptimizer.class, this::onApplyOptimizer)
+                .onMessage(SaveCheckpoint.class, this::onSaveCheckpoint)
+                .onMessage(Evaluate.class, this::onEvaluate)
+                .onSignal(PostStop.class, this::onPostStop)
+                .build();
+    }
+
+    private Behavior<Command> onRestore(Restore restore) throws Exception {
+        restore.replyTo().tell(new Restored(compute().restoreLatestCheckpoint()));
+        return this;
+    }
+
+    private Behavior<Command> onRunStep(RunStep step) {
+        if (current != null) {
+            throw new IllegalStateException("step " + step.step() + " requested while step " + current.step() + " runs");
+        }
+        current = step;
+        done = 0;
+        inStep = true;
+        pullNext();
+        return this;
+    }
+
+    private void pullNext() {
+        long step = current.step();
+        getContext().ask(Segmenter.Delivered.class, current.segmenter(), pullTimeout, Segmenter.Pull::new,
+                (delivered, failure) -> new Pulled(delivered, failure == null ? null
+                        : new TimeoutException("no micro-batch from the loader/segmenter within " + pullTimeout
+                                + " (step " + step + "): " + failure.getMessage())));
+    }
+
+    private Behavior<Command> onPulled(Pulled pulled) throws Exception {
+        if (pulled.failure() != null) {
+            throw (Exception) pulled.failure();
+        }
+        long expected = current.firstIndex() + done;
+        if (pulled.delivered().index() != expected) {
+            throw new IllegalStateException("micro-batch " + pulled.delivered().index() + " arrived, expected " + expected);
+        }
+        MicroBatch batch = pulled.delivered().batch();
+        MicroBatchLoss loss = compute.forwardBackward(batch);
+        done++;
+        current.loss().tell(new Loss.Accumulate(current.step(), current.microBatches(), loss, batch.size(),
+                segmentCount(batch)));
+        if (done < current.microBatches()) {
+            pullNext();
+        } else {
+            current = null;
+        }
+        return this;
+    }
+
+    private Behavior<Command> onApplyOptimizer(ApplyOptimizer apply) throws Exception {
+        apply.replyTo().tell(new Applied(apply.loss().step(), compute().optimizerStep(apply.loss())));
+        inStep = false;
+        while (!waitingEvaluations.isEmpty()) {
+            evaluate(waitingEvaluations.remove());
+        }
+        return this;
+    }
+
+    private Behavior<Command> onSaveCheckpoint(SaveCheckpoint save) throws Exception {
+        compute().saveCheckpoint(save.step());
+        save.replyTo().tell(new Saved(save.step()));
+        return this;
+    }
+
+    private Behavior<Command> onEvaluate(Evaluate evaluate) {
+        if (!inStep) {
+            evaluate(evaluate);
+        } else if (waitingEvaluations.size() < MAX_WAITING_EVALUATIONS) {
+            waitingEvaluations.add(evaluate);
+        } else {
+            evaluate.replyTo().tell(StatusReply.error("the model is busy: " + MAX_WAITING_EVALUATIONS
+                    + " evaluations are already waiting for the current step to finish"));
+        }
+        return this;
+    }
+
+    private void evaluate(Evaluate evaluate) {
+        try {
+            evaluate.replyTo().tell(StatusReply.success(compute().evaluate(evaluate.batch())));
+        } catch (Exception e) {
+            evaluate.replyTo().tell(StatusReply.error(e.getMessage() == null ? e.toString() : e.getMessage()));
+        }
+    }
+
+    /** Segments (documents) of a micro-batch: runs of equal non-zero segment ids within each row. */
+    static int segmentCount(MicroBatch batch) {
+        int count = 0;
+        for (int row = 0; row < batch.rows(); row++) {
+            int previous = 0;
+            for (int t = row * batch.length(); t < (row + 1) * batch.length(); t++) {
+                int id = batch.segmentIds()[t];
+                if (id != 0 && id != previous) {
+                    count++;
+                }
+                previous = id;
+            }
+        }
+        return count;
+    }
+
+    private StepCompute compute() throws Exception {
+        if (compute == null) {
+            compute = backend.createCompute();
+        }
+        return compute;
+    }
+
+    private Behavior<Command> onPostStop(PostStop signal) throws Exception {
+        if (compute != null) {
+            compute.close();
+        }
+        return this;
+    }
+}

@@ -1,0 +1,59 @@
+package io.kdapack.api.cli;
+
+import io.kdapack.api.http.DataRoot;
+import io.kdapack.api.server.ApiToken;
+import io.kdapack.api.server.JobFactory;
+import io.kdapack.api.server.KdapackServer;
+import io.kdapack.api.server.ServerSettings;
+import io.kdapack.config.ConfigLoader;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code kdapack serve}: the HTTP training server; SIGTERM checkpoints running jobs, then exits. */
+@Command(name = "serve", mixinStandardHelpOptions = true,
+        description = "Run the HTTP training server (REST + server-sent events); see /openapi.yaml.")
+final class ServeCommand implements Callable<Integer> {
+
+    @Option(names = "--config", description = "Configuration file (YAML), merged with KDAPACK_* variables and "
+            + "kdapack.* system properties; its server section applies (docs/configuration.md).")
+    Path config;
+
+    @Option(names = "--port", description = "TCP port, overriding server.port (0 = any free port).")
+    Integer port;
+
+    @Option(names = "--bind", description = "Address to listen on, overriding server.host (default 127.0.0.1: this machine only).")
+    String bind;
+
+    @Override
+    public Integer call() throws Exception {
+        ServerSettings settings = ServerSettings.from(ConfigLoader.load(config).server());
+        if (port != null) {
+            settings = settings.withPort(port);
+        }
+        if (bind != null) {
+            settings = settings.withBind(bind);
+        }
+        DataRoot dataRoot = new DataRoot(settings.dataRoot());
+        String token = ApiToken.resolve(settings);
+        KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot));
+        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kdapack-shutdown"));
+        System.err.println("kdapack serve: listening on http://" + server.address().getHostString() + ":"
+                + server.address().getPort() + " (data root " + dataRoot.root() + "; "
+                + (settings.token() == null ? "bearer token written to " + settings.tokenFile().toAbsolutePath()
+                        : "bearer token from the configuration") + ")");
+        new CountDownLatch(1).await(); // serve until the JVM is stopped; the shutdown hook closes the server
+        return 0;
+    }
+
+    /**
+     * The only place where jobs get their training backend. The training loop (issue 4) plugs its
+     * {@link JobFactory} in here, confining dataset paths with {@code dataRoot}; until then the server answers
+     * job requests with 501.
+     */
+    private static JobFactory jobFactory(DataRoot dataRoot) {
+        return JobFactory.unavailable();
+    }
+}

@@ -1,0 +1,36 @@
+package io.kdapack.api.http;
+
+import io.kdapack.api.server.JobService;
+import io.kdapack.api.server.ServerMetrics;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.Channel;
+import io.netty.handler.codec.http.HttpServerCodec;
+
+/** Builds each connection's pipeline: HTTP codec, response metrics, body limit, auth, then the API. */
+public final class HttpApiInitializer extends ChannelInitializer<Channel> {
+
+    private final JobService jobs;
+    private final ServerMetrics metrics;
+    private final String token;
+    private final int maxBodyBytes;
+    private final byte[] openApi;
+
+    public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi) {
+        this.jobs = jobs;
+        this.metrics = metrics;
+        this.token = token;
+        this.maxBodyBytes = maxBodyBytes;
+        this.openApi = openApi;
+    }
+
+    @Override
+    protected void initChannel(Channel channel) {
+        ChannelPipeline pipeline = channel.pipeline();
+        pipeline.addLast("codec", new HttpServerCodec());
+        pipeline.addLast("response-metrics", new ResponseMetricsHandler(metrics::countResponse));
+        pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
+        pipeline.addLast("auth", new BearerAuthHandler(token));
+        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi));
+    }
+}

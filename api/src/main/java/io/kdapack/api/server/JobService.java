@@ -1,0 +1,172 @@
+package io.kdapack.api.server;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.job.JobHandle;
+import io.kdapack.actors.job.JobManager;
+import io.kdapack.actors.job.JobState;
+import io.kdapack.actors.job.JobStatus;
+import io.kdapack.actors.pipeline.BatchLoss;
+import io.kdapack.core.model.MicroBatch;
+import io.kdapack.actors.pipeline.TrainingBackend;
+import io.kdapack.api.http.ApiException;
+import io.kdapack.config.ConfigException;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.japi.function.Function;
+import org.apache.pekko.pattern.StatusReply;
+
+/**
+ * The job operations behind the HTTP API: asks the {@link JobManager} actor (never blocking the caller) and
+ * calls the {@link JobFactory} on a separate executor because building a backend may block. Failures come
+ * back as {@link ApiException}s with the HTTP status to answer.
+ */
+public final class JobService {
+
+    private final ActorRef<JobManager.Command> manager;
+    private final Scheduler scheduler;
+    private final JobFactory factory;
+    private final Executor blocking;
+    private final Duration timeout;
+    private final SecureRandom random = new SecureRandom();
+
+    public JobService(ActorRef<JobManager.Command> manager, Scheduler scheduler, JobFactory factory,
+                      Executor blocking, Duration timeout) {
+        this.manager = manager;
+        this.scheduler = scheduler;
+        this.factory = factory;
+        this.blocking = blocking;
+        this.timeout = timeout;
+    }
+
+    /** Builds a backend for {@code config} and starts it under a fresh id. */
+    public CompletionStage<JobStatus> create(JsonNode config) {
+        String id = "j" + HexFormat.of().formatHex(nextId());
+        return CompletableFuture.supplyAsync(() -> build(() -> factory.create(id, config)), blocking)
+                .thenCompose(backend -> start(id, backend));
+    }
+
+    /** Starts a new run of a job that is not running, from its newest checkpoint. */
+    public CompletionStage<JobStatus> resume(String id) {
+        return get(id).thenCompose(handle -> {
+            if (handle.isPresent() && !handle.get().status().state().isResumable()) {
+                JobState state = handle.get().status().state();
+                throw ApiException.conflict("job " + id + (state.isTerminal()
+                        ? " has " + state.name().toLowerCase() + "; nothing to resume" : " is running"));
+            }
+            return CompletableFuture.supplyAsync(() -> build(() -> factory.resume(id)), blocking)
+                    .thenCompose(backend -> start(id, backend));
+        });
+    }
+
+    public CompletionStage<Optional<JobHandle>> get(String id) {
+        return ask(replyTo -> new JobManager.GetJob(id, replyTo));
+    }
+
+    public CompletionStage<List<JobHandle>> list() {
+        return ask(JobManager.ListJobs::new);
+    }
+
+    public List<String> unfinishedJobs() {
+        return factory.unfinishedJobs();
+    }
+
+    /** Cancels a running job: 404 if unknown, 409 if it already ended. */
+    public CompletionStage<JobStatus> cancel(String id) {
+        return get(id).thenCompose(handle -> {
+            JobStatus status = handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status();
+            if (status.state().isTerminal()) {
+                throw ApiException.conflict("job " + id + " has already ended (" + status.state().name().toLowerCase() + ")");
+            }
+            return this.<Optional<JobStatus>>ask(replyTo -> new JobManager.CancelJob(id, replyTo))
+                    .thenApply(reply -> reply.orElseThrow(() -> ApiException.notFound("no job " + id)));
+        });
+    }
+
+    /** The loss of {@code batch} under job {@code id}'s current weights: 404 unknown job, 409 not running. */
+    public CompletionStage<BatchLoss> evaluate(String id, MicroBatch batch) {
+        return get(id).thenCompose(handle -> {
+            JobStatus status = handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status();
+            if (status.state().isTerminal()) {
+                throw ApiException.conflict("job " + id + " is not running (" + status.state().name().toLowerCase() + ")");
+            }
+            return this.<StatusReply<BatchLoss>>ask(replyTo -> new JobManager.Evaluate(id, batch, replyTo),
+                            "job " + id + " (its model is busy with a step, or stuck)")
+                    .thenApply(reply -> {
+                        if (reply.isError()) {
+                            throw ApiException.badRequest(reply.getError().getMessage(), null);
+                        }
+                        return reply.getValue();
+                    });
+        });
+    }
+
+    /** Asks every running job to checkpoint and stop; completes when all have stopped. */
+    public CompletionStage<Done> checkpointAndStopAll(Duration within) {
+        return AskPattern.ask(manager, JobManager.StopAll::new, within, scheduler);
+    }
+
+    private CompletionStage<JobStatus> start(String id, TrainingBackend backend) {
+        return this.<StatusReply<JobStatus>>ask(replyTo -> new JobManager.StartJob(id, backend, replyTo))
+                .thenApply(reply -> {
+                    if (reply.isError()) {
+                        throw ApiException.conflict(reply.getError().getMessage());
+                    }
+                    return reply.getValue();
+                });
+    }
+
+    private <T> CompletionStage<T> ask(Function<ActorRef<T>, JobManager.Command> message) {
+        return ask(message, "the job manager");
+    }
+
+    /** Asks the manager; a timeout becomes 503 naming {@code who} did not answer. */
+    private <T> CompletionStage<T> ask(Function<ActorRef<T>, JobManager.Command> message, String who) {
+        return AskPattern.ask(manager, message, timeout, scheduler).exceptionally(failure -> {
+            Throwable cause = failure instanceof CompletionException ? failure.getCause() : failure;
+            if (cause instanceof TimeoutException) {
+                throw new ApiException(HttpResponseStatus.SERVICE_UNAVAILABLE, who + " did not answer within " + timeout,
+                        null);
+            }
+            throw failure instanceof CompletionException c ? c : new CompletionException(failure);
+        });
+    }
+
+    private byte[] nextId() {
+        byte[] bytes = new byte[6];
+        random.nextBytes(bytes);
+        return bytes;
+    }
+
+    @FunctionalInterface
+    private interface BackendCall {
+        TrainingBackend call() throws Exception;
+    }
+
+    /** Runs a factory call, keeping API errors and turning misuse into 400s. */
+    private static TrainingBackend build(BackendCall call) {
+        try {
+            return call.call();
+        } catch (ApiException | JobFactory.BackendUnavailableException e) {
+            throw e;
+        } catch (ConfigException e) {
+            throw ApiException.badRequest(e.getMessage(), e.key());
+        } catch (IllegalArgumentException e) {
+            throw ApiException.badRequest(e.getMessage(), null);
+        } catch (Exception e) {
+            throw new CompletionException(e);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package io.kdapack.api.server;
+
+import io.kdapack.actors.job.JobManager;
+import io.kdapack.api.http.HttpApiInitializer;
+import io.kdapack.api.http.HttpApiServer;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running server: the job actors, the HTTP API in front of them, and the metrics registry. {@link #close}
+ * shuts down gracefully: running jobs checkpoint and stop, then HTTP and the actors stop.
+ */
+public final class KdapackServer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(KdapackServer.class);
+
+    private final ActorSystem<JobManager.Command> actors;
+    private final ExecutorService factoryCalls;
+    private final HttpApiServer http;
+    private final JobService jobs;
+    private final Duration shutdownWait;
+    private boolean closed;
+
+    private KdapackServer(ActorSystem<JobManager.Command> actors, ExecutorService factoryCalls, HttpApiServer http,
+                          JobService jobs, Duration shutdownWait) {
+        this.actors = actors;
+        this.factoryCalls = factoryCalls;
+        this.http = http;
+        this.jobs = jobs;
+        this.shutdownWait = shutdownWait;
+    }
+
+    /**
+     * Starts the actors and the HTTP server.
+     *
+     * @param token the bearer token (see {@link ApiToken#resolve})
+     */
+    public static KdapackServer start(ServerSettings settings, String token, JobFactory factory)
+            throws IOException, InterruptedException {
+        byte[] openApi = openApiDocument();
+        // Shutdown order is ours (jobs checkpoint, then HTTP, then actors): Pekko's own JVM hook would stop
+        // the actors concurrently with it, before the jobs could checkpoint.
+        Config config = ConfigFactory.parseString("pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off")
+                .withFallback(ConfigFactory.load());
+        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished()), "kdapack",
+                config);
+        ExecutorService factoryCalls = Executors.newFixedThreadPool(2, Thread.ofPlatform().name("job-factory-", 0)
+                .daemon(true).factory());
+        try {
+            var jobs = new JobService(actors, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
+            var initializer = new HttpApiInitializer(jobs, new ServerMetrics(), token, settings.maxBodyBytes(), openApi);
+            var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
+            return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
+                    .plus(settings.pipeline().stepTimeout()));
+        } catch (InterruptedException | RuntimeException e) {
+            actors.terminate();
+            factoryCalls.shutdownNow();
+            throw e;
+        }
+    }
+
+    public InetSocketAddress address() {
+        return http.address();
+    }
+
+    /** Asks running jobs to checkpoint and stop (waiting at most one step and one checkpoint), then stops. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            jobs.checkpointAndStopAll(shutdownWait).toCompletableFuture().get(shutdownWait.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            LOG.warn("jobs did not all checkpoint and stop before shutdown: {}", e.toString());
+        }
+        http.close();
+        factoryCalls.shutdownNow();
+        actors.terminate();
+        try {
+            actors.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            LOG.warn("actor system did not terminate cleanly: {}", e.toString());
+        }
+    }
+
+    private static byte[] openApiDocument() throws IOException {
+        try (InputStream in = KdapackServer.class.getResourceAsStream("/openapi.yaml")) {
+            if (in == null) {
+                throw new IOException("openapi.yaml is missing from the classpath");
+            }
+            return in.readAllBytes();
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package io.kdapack.api.server;
+
+import io.kdapack.actors.events.JobEventLog;
+import io.kdapack.actors.job.JobHandle;
+import io.kdapack.actors.job.JobState;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MultiGauge;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The server's Prometheus metrics (Micrometer): HTTP responses by status, and per job its steps, last loss,
+ * tokens per second and pipeline queue depths, plus the number of jobs in each state. Job gauges are
+ * refreshed from the job manager's snapshot at each scrape, so a job's series disappear with it.
+ */
+public final class ServerMetrics {
+
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final MultiGauge steps = MultiGauge.builder("kdapack.job.steps")
+            .description("optimizer steps completed by the job's current run").register(registry);
+    private final MultiGauge loss = MultiGauge.builder("kdapack.job.loss")
+            .description("loss of the job's last step").register(registry);
+    private final MultiGauge tokensPerSecond = MultiGauge.builder("kdapack.job.tokens.per.second")
+            .description("token positions per second of the job's last step").register(registry);
+    private final MultiGauge queueDepth = MultiGauge.builder("kdapack.job.queue.depth")
+            .description("micro-batches waiting in the job's pipeline: ready (segmented) or loading").register(registry);
+    private final MultiGauge jobs = MultiGauge.builder("kdapack.jobs")
+            .description("jobs known to the server, by state").register(registry);
+
+    /** Counts one HTTP response. */
+    public void countResponse(int status) {
+        Counter.builder("kdapack.http.requests").description("HTTP responses sent, by status code")
+                .tag("status", Integer.toString(status)).register(registry).increment();
+    }
+
+    /** Prometheus text exposition of every metric, job gauges taken from {@code snapshot}. */
+    public synchronized String scrape(List<JobHandle> snapshot) {
+        List<MultiGauge.Row<?>> stepRows = new ArrayList<>();
+        List<MultiGauge.Row<?>> lossRows = new ArrayList<>();
+        List<MultiGauge.Row<?>> speedRows = new ArrayList<>();
+        List<MultiGauge.Row<?>> queueRows = new ArrayList<>();
+        Map<JobState, Integer> byState = new EnumMap<>(JobState.class);
+        for (JobHandle job : snapshot) {
+            Tags tags = Tags.of("job", job.status().id());
+            stepRows.add(MultiGauge.Row.of(tags, job.status().step()));
+            JobEventLog events = job.events();
+            int size = events.size();
+            if (size > 0) {
+                lossRows.add(MultiGauge.Row.of(tags, events.get(size - 1).loss()));
+                speedRows.add(MultiGauge.Row.of(tags, events.get(size - 1).tokensPerS()));
+            }
+            queueRows.add(MultiGauge.Row.of(tags.and("queue", "ready"), job.gauges().readyBatches()));
+            queueRows.add(MultiGauge.Row.of(tags.and("queue", "loading"), job.gauges().loadsInFlight()));
+            byState.merge(job.status().state(), 1, Integer::sum);
+        }
+        List<MultiGauge.Row<?>> stateRows = new ArrayList<>();
+        for (JobState state : JobState.values()) {
+            stateRows.add(MultiGauge.Row.of(Tags.of("state", state.name().toLowerCase()), byState.getOrDefault(state, 0)));
+        }
+        steps.register(stepRows, true);
+        loss.register(lossRows, true);
+        tokensPerSecond.register(speedRows, true);
+        queueDepth.register(queueRows, true);
+        jobs.register(stateRows, true);
+        return registry.scrape();
+    }
+}

@@ -1,0 +1,263 @@
+package io.kdapack.api.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.pipeline.PipelineSettings;
+import io.kdapack.api.http.Json;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The whole server on a loopback port with real HTTP clients; the training loop is a test double. */
+class KdapackServerTest {
+
+    private static final String TOKEN = "server-test-token-0123456789";
+    private static final Duration WAIT = Duration.ofSeconds(20);
+
+    @TempDir
+    Path temp;
+
+    private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(WAIT).build();
+    private final ScriptedJobFactory factory = new ScriptedJobFactory();
+    private final List<KdapackServer> servers = new ArrayList<>();
+    private URI base;
+
+    private void startServer() throws Exception {
+        ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, temp.resolve("token"), 64 * 1024, temp,
+                Duration.ofSeconds(10), 16,
+                new PipelineSettings(2, Duration.ofSeconds(60), Duration.ofSeconds(60), Duration.ofSeconds(10)));
+        KdapackServer server = KdapackServer.start(settings, TOKEN, factory);
+        servers.add(server);
+        base = URI.create("http://127.0.0.1:" + server.address().getPort());
+    }
+
+    @AfterEach
+    void stop() {
+        factory.gate.release(100_000);
+        servers.forEach(KdapackServer::close);
+    }
+
+    private HttpRequest.Builder request(String path) {
+        return HttpRequest.newBuilder(base.resolve(path)).timeout(WAIT).header("Authorization", "Bearer " + TOKEN);
+    }
+
+    private HttpResponse<String> send(HttpRequest request) throws Exception {
+        return client.send(request, HttpResponse.BodyHandlers.ofString());
+    }
+
+    private String startJob(String config) throws Exception {
+        HttpResponse<String> created = send(request("/v1/jobs").header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(config)).build());
+        assertEquals(201, created.statusCode(), created.body());
+        return Json.MAPPER.readTree(created.body()).get("id").asText();
+    }
+
+    private JsonNode status(String id) throws Exception {
+        HttpResponse<String> response = send(request("/v1/jobs/" + id).build());
+        assertEquals(200, response.statusCode(), response.body());
+        return Json.MAPPER.readTree(response.body());
+    }
+
+    /** Step ids and losses of an event stream up to its end event (or {@code limit} steps). */
+    private record Stream_(List<Long> steps, List<Double> losses, String end) {
+    }
+
+    private static Stream_ read(Iterator<String> lines, int limit) throws Exception {
+        List<Long> steps = new ArrayList<>();
+        List<Double> losses = new ArrayList<>();
+        String event = null;
+        while (lines.hasNext()) {
+            String line = lines.next();
+            if (line.startsWith("event: ")) {
+                event = line.substring(7);
+            } else if (line.startsWith("data: ")) {
+                JsonNode data = Json.MAPPER.readTree(line.substring(6));
+                if (event.equals("end")) {
+                    return new Stream_(steps, losses, data.get("state").asText());
+                }
+                steps.add(data.get("step").asLong());
+                losses.add(data.get("loss").asDouble());
+                if (steps.size() == limit) {
+                    return new Stream_(steps, losses, null);
+                }
+            }
+        }
+        return new Stream_(steps, losses, null);
+    }
+
+    private static List<Long> range(long first, long last) {
+        List<Long> steps = new ArrayList<>();
+        for (long s = first; s <= last; s++) {
+            steps.add(s);
+        }
+        return steps;
+    }
+
+    @Test
+    void twoHundredSubscribersEachReceiveEveryStepInOrder() throws Exception {
+        startServer();
+        int steps = 10;
+        int subscribers = 200;
+        String id = startJob("{\"steps\": " + steps + ", \"gated\": true}");
+        CountDownLatch connected = new CountDownLatch(subscribers);
+        List<Future<Stream_>> streams = new ArrayList<>();
+        try (ExecutorService readers = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int i = 0; i < subscribers; i++) {
+                streams.add(readers.submit(() -> {
+                    HttpResponse<Stream<String>> response = client.send(request("/v1/jobs/" + id + "/events").build(),
+                            HttpResponse.BodyHandlers.ofLines());
+                    assertEquals(200, response.statusCode());
+                    connected.countDown();
+                    try (Stream<String> lines = response.body()) {
+                        return read(lines.iterator(), Integer.MAX_VALUE);
+                    }
+                }));
+            }
+            assertTrue(connected.await(WAIT.toSeconds(), TimeUnit.SECONDS), "all subscribers connected");
+            factory.gate.release(steps); // the job runs while everyone listens
+            for (Future<Stream_> stream : streams) {
+                Stream_ received = stream.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                assertEquals(range(1, steps), received.steps());
+                assertEquals("succeeded", received.end());
+                for (int s = 0; s < steps; s++) {
+                    assertEquals(ScriptedJobFactory.lossAt(s + 1), received.losses().get(s), "bit-identical loss");
+                }
+            }
+        }
+        JsonNode done = status(id);
+        assertEquals("succeeded", done.get("state").asText());
+        assertEquals(steps, done.get("step").asInt());
+        assertEquals(ScriptedJobFactory.lossAt(steps), done.get("last_loss").asDouble());
+    }
+
+    @Test
+    void lateAndReconnectingClientsMissNoStep() throws Exception {
+        startServer();
+        String id = startJob("{\"steps\": 12, \"gated\": true}");
+        factory.gate.release(6);
+        HttpResponse<Stream<String>> first = client.send(request("/v1/jobs/" + id + "/events").build(),
+                HttpResponse.BodyHandlers.ofLines());
+        Stream_ before;
+        try (Stream<String> lines = first.body()) {
+            before = read(lines.iterator(), 4); // then the client drops the connection
+        }
+        assertEquals(range(1, 4), before.steps());
+
+        factory.gate.release(6);
+        HttpResponse<Stream<String>> again = client.send(request("/v1/jobs/" + id + "/events")
+                .header("Last-Event-ID", "4").build(), HttpResponse.BodyHandlers.ofLines());
+        try (Stream<String> lines = again.body()) {
+            Stream_ after = read(lines.iterator(), Integer.MAX_VALUE);
+            assertEquals(range(5, 12), after.steps());
+            assertEquals("succeeded", after.end());
+        }
+        HttpResponse<Stream<String>> late = client.send(request("/v1/jobs/" + id + "/events?from=10").build(),
+                HttpResponse.BodyHandlers.ofLines());
+        try (Stream<String> lines = late.body()) {
+            assertEquals(range(10, 12), read(lines.iterator(), Integer.MAX_VALUE).steps());
+        }
+        HttpResponse<String> badFrom = send(request("/v1/jobs/" + id + "/events?from=ten").build());
+        assertEquals(400, badFrom.statusCode());
+        assertEquals("from", Json.MAPPER.readTree(badFrom.body()).get("field").asText());
+    }
+
+    @Test
+    void badRequestsAreRefusedAndTheServerStaysHealthy() throws Exception {
+        startServer();
+        HttpRequest health = HttpRequest.newBuilder(base.resolve("/healthz")).timeout(WAIT).build();
+        List<HttpRequest> bad = List.of(
+                HttpRequest.newBuilder(base.resolve("/v1/jobs")).timeout(WAIT).build(),
+                request("/v1/jobs").setHeader("Authorization", "Bearer nope").build(),
+                request("/v1/jobs").header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"steps\": ")).build(),
+                request("/v1/jobs").header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofByteArray(new byte[200 * 1024])).build(),
+                request("/v1/steps").header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"job\": \"x\", \"tokens\": \"abc\"}")).build(),
+                request("/v1/jobs/%2e%2e/resume").POST(HttpRequest.BodyPublishers.noBody()).build());
+        List<Integer> expected = List.of(401, 401, 400, 413, 400, 400);
+        for (int i = 0; i < bad.size(); i++) {
+            HttpResponse<String> response;
+            try {
+                response = send(bad.get(i));
+            } catch (java.io.IOException closedEarly) {
+                // The server may close an oversized upload before the client finishes sending it.
+                assertEquals(413, expected.get(i), closedEarly.toString());
+                continue;
+            }
+            assertEquals(expected.get(i), response.statusCode(), response.body());
+            JsonNode error = Json.MAPPER.readTree(response.body());
+            assertTrue(error.has("error") && error.has("field"), response.body());
+            assertEquals(200, send(health).statusCode(), "still healthy after " + bad.get(i));
+        }
+    }
+
+    @Test
+    void shutdownCheckpointsTheRunningJobAndAResumedRunContinuesFromIt() throws Exception {
+        startServer();
+        String id = startJob("{\"steps\": 8, \"gated\": true}");
+        factory.gate.release(3);
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (status(id).get("step").asInt() < 3 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(3, status(id).get("step").asInt());
+
+        KdapackServer first = servers.removeFirst();
+        Thread closing = Thread.ofPlatform().start(first::close); // SIGTERM's shutdown hook does this
+        // Once the shutdown is under way new jobs are refused; step 4 (in progress) may then finish.
+        while (true) {
+            HttpResponse<String> refused = send(request("/v1/jobs").header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"steps\": 1}")).build());
+            if (refused.statusCode() == 409) {
+                assertTrue(refused.body().contains("shutting down"), refused.body());
+                break;
+            }
+            assertTrue(System.nanoTime() < deadline, "shutdown never started refusing jobs");
+        }
+        factory.gate.release(1);
+        while (factory.checkpoints.get(id).isEmpty()) {
+            assertTrue(System.nanoTime() < deadline, "no checkpoint after the step in progress");
+            Thread.sleep(10);
+        }
+        // The stopped run's loader may be prefetching past step 4: let it finish so the actors can stop.
+        factory.gate.release(10);
+        closing.join(WAIT.toMillis());
+        assertEquals(List.of(4L), factory.checkpoints.get(id), "checkpoint after the step in progress");
+        factory.gate.drainPermits();
+
+        startServer();
+        HttpResponse<String> resumed = send(request("/v1/jobs/" + id + "/resume")
+                .POST(HttpRequest.BodyPublishers.noBody()).build());
+        assertEquals(202, resumed.statusCode(), resumed.body());
+        factory.gate.release(4);
+        HttpResponse<Stream<String>> events = client.send(request("/v1/jobs/" + id + "/events").build(),
+                HttpResponse.BodyHandlers.ofLines());
+        try (Stream<String> lines = events.body()) {
+            Stream_ rest = read(lines.iterator(), Integer.MAX_VALUE);
+            assertEquals(range(5, 8), rest.steps());
+            for (int i = 0; i < 4; i++) {
+                assertEquals(ScriptedJobFactory.lossAt(5 + i), rest.losses().get(i));
+            }
+            assertEquals("succeeded", rest.end());
+        }
+    }
+}
