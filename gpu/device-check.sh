@@ -20,6 +20,8 @@ if ! tar -C "$runtime" -xJf "$bundle/runtime.tar.xz" 2>/dev/null; then
   python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
       "$bundle/runtime.tar.xz" "$runtime" || { echo "device-check: cannot unpack the runtime" >&2; exit 2; }
 fi
+# libcuda.so.1 comes with the driver; the container images mount it here when ldconfig does not list it.
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/nvidia/lib64:/usr/local/nvidia/lib"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 java=("$runtime/bin/java" -Xmx8g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -cp "$bundle/lib/*")
 golden="$root/core/src/test/resources/golden"

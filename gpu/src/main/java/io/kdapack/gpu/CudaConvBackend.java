@@ -51,7 +51,7 @@ public final class CudaConvBackend implements ShortConvBackend {
             DeviceBuffer state = b.temp(4L * n * d * in.width());
             if (t > 0) {
                 device.launch("conv", "conv_fwd_f32", tokenLaunch(d, t), b.x.ptr(), b.w.ptr(), ptr(b.bias),
-                        ptr(b.state0), b.tokSeq.ptr(), b.seqStart.ptr(), d, in.width(), in.activation() == Activation.SILU ? 1 : 0, y.ptr());
+                        ptr(b.state0), b.tokSeq.ptr(), b.seqStart.ptr(), d, in.width(), silu(in), y.ptr());
             }
             if (n > 0) {
                 device.launch("conv", "conv_final_state_f32", tokenLaunch(d, n), b.x.ptr(), ptr(b.state0),
@@ -81,7 +81,7 @@ public final class CudaConvBackend implements ShortConvBackend {
             DeviceBuffer ds = b.temp(4L * n * d * w);
             if (t > 0) {
                 device.launch("conv", "conv_bwd_dz_f32", tokenLaunch(d, t), b.x.ptr(), b.w.ptr(), ptr(b.bias),
-                        ptr(b.state0), dyBuf.ptr(), b.tokSeq.ptr(), b.seqStart.ptr(), d, w, in.activation() == Activation.SILU ? 1 : 0, dz.ptr());
+                        ptr(b.state0), dyBuf.ptr(), b.tokSeq.ptr(), b.seqStart.ptr(), d, w, silu(in), dz.ptr());
                 device.launch("conv", "conv_bwd_dx", tokenLaunch(d, t), dz.ptr(), b.w.ptr(), b.tokSeq.ptr(),
                         b.seqEnd.ptr(), d, w, dx.ptr());
             }
@@ -100,6 +100,10 @@ public final class CudaConvBackend implements ShortConvBackend {
                     in.bias() == null ? null : device.download(db, d),
                     in.initialState() == null ? null : device.download(ds, n * d * w));
         }
+    }
+
+    private static int silu(ShortConvInputs in) {
+        return in.activation() == Activation.SILU ? 1 : 0;
     }
 
     private static void checkWidth(ShortConvInputs in) {

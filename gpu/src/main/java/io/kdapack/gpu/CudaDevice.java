@@ -61,6 +61,9 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     private static final List<String> LARGE_SHARED = List.of("kda_fwd_intra_f32", "kda_fwd_intra_bf16",
             "kda_bwd_intra_f32", "kda_bwd_intra_bf16");
 
+    /** fp32 quiet NaN; two of them make an fp64 NaN. */
+    private static final int QUIET_NAN_BITS = 0x7fc00000;
+
     private static String unavailableReason;
     private static boolean driverReady;
 
@@ -76,6 +79,7 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     private final int minor;
     private final int multiprocessors;
     private boolean syncAfterLaunch = Boolean.getBoolean("kdapack.cuda.syncCheck");
+    private boolean poisonAllocations;
     private boolean closed;
 
     private CudaDevice(int ordinal) {
@@ -191,6 +195,14 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
         syncAfterLaunch = sync;
     }
 
+    /**
+     * Fill every buffer handed out with NaN (as fp32 words; also a NaN as fp64), so that a kernel reading memory
+     * nothing wrote shows up as NaN in the results. For checks; the op zeroes what it relies on being zero.
+     */
+    public void setPoisonAllocations(boolean poison) {
+        poisonAllocations = poison;
+    }
+
     private int attribute(int attribute) {
         int[] v = new int[1];
         cuDeviceGetAttribute(v, attribute, device);
@@ -270,7 +282,11 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     @Override
     public DeviceMemoryPool.DeviceBuffer alloc(long bytes) {
         checkThread();
-        return pool.acquire(bytes);
+        DeviceMemoryPool.DeviceBuffer b = pool.acquire(bytes);
+        if (poisonAllocations) {
+            cuMemsetD32Async(b.ptr(), QUIET_NAN_BITS, b.capacity() / 4, stream);
+        }
+        return b;
     }
 
     @Override
@@ -291,8 +307,7 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     public DeviceMemoryPool.DeviceBuffer upload(float[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
         if (values.length > 0) {
-            synchronize();
-            cuMemcpyHtoD(b.ptr(), Pointer.to(values), 4L * values.length);
+            copyIn(b, Pointer.to(values), 4L * values.length);
         }
         return b;
     }
@@ -301,8 +316,7 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     public DeviceMemoryPool.DeviceBuffer upload(int[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
         if (values.length > 0) {
-            synchronize();
-            cuMemcpyHtoD(b.ptr(), Pointer.to(values), 4L * values.length);
+            copyIn(b, Pointer.to(values), 4L * values.length);
         }
         return b;
     }
@@ -311,10 +325,21 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
     public DeviceMemoryPool.DeviceBuffer upload(short[] values) {
         DeviceMemoryPool.DeviceBuffer b = alloc(2L * values.length);
         if (values.length > 0) {
-            synchronize();
-            cuMemcpyHtoD(b.ptr(), Pointer.to(values), 2L * values.length);
+            copyIn(b, Pointer.to(values), 2L * values.length);
         }
         return b;
+    }
+
+    /**
+     * Synchronous copy from a Java array. Our stream is non-blocking, so it does not wait for the legacy stream
+     * that cuMemcpyHtoD uses, and from pageable memory that call may return before the DMA has landed: the context
+     * synchronise makes the data visible to every later launch. (Async copies from Java arrays are unsafe: JCuda
+     * releases the array when the call returns.)
+     */
+    private void copyIn(DeviceMemoryPool.DeviceBuffer b, Pointer host, long bytes) {
+        synchronize();
+        cuMemcpyHtoD(b.ptr(), host, bytes);
+        cuCtxSynchronize();
     }
 
     @Override

@@ -98,8 +98,9 @@ final class ChunkMath {
     /**
      * {@code exp(x)} per lane for {@code x ≤ 0} (the only arguments the chunked form produces), relative
      * error a few ulp: {@code x = n·ln2 + r} with {@code |r| ≤ ln2/2}, a degree-7 Taylor polynomial in
-     * {@code r} (truncation error below 1e-8), times {@code 2^n} built in the exponent bits. Below −87
-     * (where exp leaves the normal float range) the result is 0.
+     * {@code r} (truncation error below 1e-8), times {@code 2^n} built in the exponent bits. Arguments are
+     * clamped at −88, where {@code n = −127} gives exponent bits 0, so everything below about −87.7 (where exp
+     * leaves the normal float range) comes out as exactly 0 without a blend.
      */
     static FloatVector exp(FloatVector x) {
         FloatVector shifter = FloatVector.broadcast(SPECIES, ROUNDING_SHIFTER);
@@ -117,13 +118,125 @@ final class ChunkMath {
         p = p.fma(r, FloatVector.broadcast(SPECIES, 1f));
         p = p.fma(r, FloatVector.broadcast(SPECIES, 1f));
         IntVector exponent = ((IntVector) n.convert(VectorOperators.F2I, 0)).add(127).lanewise(VectorOperators.LSHL, 23);
-        FloatVector result = p.mul(exponent.reinterpretAsFloats());
-        return result.blend(0f, x.compare(VectorOperators.LT, EXP_FLOOR));
+        return p.mul(exponent.reinterpretAsFloats());
     }
 
     private static final float ROUNDING_SHIFTER = 12582912f; // 1.5·2^23: adding it rounds to an integer
     private static final float LOG2_E = 1.44269504f;
     private static final float LN2_HI = 0.693145752f; // ln 2 split so that n·LN2_HI is exact
     private static final float LN2_LO = 1.42860677e-6f;
-    private static final float EXP_FLOOR = -87f;
+    private static final float EXP_FLOOR = -88f;
+
+    /**
+     * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks without packing: B's rows are
+     * read in place, a 4-row × 2-vector tile of C stays in registers, and every element is accumulated over
+     * k in order (bitwise reproducible). {@code op(A) = Aᵀ} ({@code A} stored {@code [k×m]}) when
+     * {@code transA}. {@code beta = 0} overwrites C.
+     */
+    static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda,
+                       float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+        int rowStep = transA ? 1 : lda;
+        int depthStep = transA ? lda : 1;
+        int j = 0;
+        for (; j + 2 * LANES <= n; j += 2 * LANES) {
+            int i = 0;
+            for (; i + 4 <= m; i += 4) {
+                tile4x2(k, alpha, a, aOff + i * rowStep, rowStep, depthStep, b, bOff + j, ldb, beta, c,
+                        cOff + i * ldc + j, ldc);
+            }
+            for (; i < m; i++) {
+                int at = cOff + i * ldc + j;
+                FloatVector acc0 = FloatVector.zero(SPECIES);
+                FloatVector acc1 = FloatVector.zero(SPECIES);
+                for (int p = 0; p < k; p++) {
+                    FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
+                    acc0 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc0);
+                    acc1 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j + LANES).fma(av, acc1);
+                }
+                store(acc0, alpha, beta, c, at);
+                store(acc1, alpha, beta, c, at + LANES);
+            }
+        }
+        for (; j + LANES <= n; j += LANES) {
+            for (int i = 0; i < m; i++) {
+                FloatVector acc = FloatVector.zero(SPECIES);
+                for (int p = 0; p < k; p++) {
+                    FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
+                    acc = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc);
+                }
+                store(acc, alpha, beta, c, cOff + i * ldc + j);
+            }
+        }
+        for (; j < n; j++) {
+            for (int i = 0; i < m; i++) {
+                float acc = 0f;
+                for (int p = 0; p < k; p++) {
+                    acc = Math.fma(a[aOff + i * rowStep + p * depthStep], b[bOff + p * ldb + j], acc);
+                }
+                int at = cOff + i * ldc + j;
+                c[at] = beta == 0f ? alpha * acc : Math.fma(beta, c[at], alpha * acc);
+            }
+        }
+    }
+
+    private static void tile4x2(int k, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
+                                int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        FloatVector c20 = FloatVector.zero(SPECIES);
+        FloatVector c21 = FloatVector.zero(SPECIES);
+        FloatVector c30 = FloatVector.zero(SPECIES);
+        FloatVector c31 = FloatVector.zero(SPECIES);
+        for (int p = 0; p < k; p++) {
+            int bRow = bOff + p * ldb;
+            FloatVector b0 = FloatVector.fromArray(SPECIES, b, bRow);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, b, bRow + LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector a0 = FloatVector.broadcast(SPECIES, a[ap]);
+            FloatVector a1 = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            FloatVector a2 = FloatVector.broadcast(SPECIES, a[ap + 2 * rowStep]);
+            FloatVector a3 = FloatVector.broadcast(SPECIES, a[ap + 3 * rowStep]);
+            c00 = b0.fma(a0, c00);
+            c01 = b1.fma(a0, c01);
+            c10 = b0.fma(a1, c10);
+            c11 = b1.fma(a1, c11);
+            c20 = b0.fma(a2, c20);
+            c21 = b1.fma(a2, c21);
+            c30 = b0.fma(a3, c30);
+            c31 = b1.fma(a3, c31);
+        }
+        store(c00, alpha, beta, c, cOff);
+        store(c01, alpha, beta, c, cOff + LANES);
+        store(c10, alpha, beta, c, cOff + ldc);
+        store(c11, alpha, beta, c, cOff + ldc + LANES);
+        store(c20, alpha, beta, c, cOff + 2 * ldc);
+        store(c21, alpha, beta, c, cOff + 2 * ldc + LANES);
+        store(c30, alpha, beta, c, cOff + 3 * ldc);
+        store(c31, alpha, beta, c, cOff + 3 * ldc + LANES);
+    }
+
+    /**
+     * {@code C[m×n] = alpha · A · Bᵀ + beta · C} with B stored {@code [n×k]}: B is transposed into
+     * {@code scratch} (at least {@code k·n} floats) and multiplied by {@link #matmul}.
+     */
+    static void matmulTransB(int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b, int bOff,
+                             int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
+        for (int j = 0; j < n; j++) {
+            for (int p = 0; p < k; p++) {
+                scratch[p * n + j] = b[bOff + j * ldb + p];
+            }
+        }
+        matmul(false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
+    }
+
+    /** {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values). */
+    private static void store(FloatVector acc, float alpha, float beta, float[] c, int at) {
+        FloatVector scaled = acc.mul(alpha);
+        if (beta != 0f) {
+            scaled = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), scaled);
+        }
+        scaled.intoArray(c, at);
+    }
 }

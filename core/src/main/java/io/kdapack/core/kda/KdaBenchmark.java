@@ -9,21 +9,24 @@ import java.util.Random;
 /**
  * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
  * random-length documents, the same tokens as one document, and the recurrent reference, each timed as the
- * median of several runs after warm-up runs.
+ * median of several runs after warm-up runs; the chunked measurements alternate run by run.
  *
  * <p>Flop count ({@link #chunkedFlops}): per chunk of {@code L} tokens and per value head, the operations the
- * chunked algorithm performs, a multiply-add counting 2 and an exponential 1 — see {@link KdaChunk}:
+ * chunked algorithm performs, a multiply-add counting 2, an addition or multiplication 1, an exponential 1
+ * — see {@link KdaChunk}:
  * <ul>
  *   <li>prepare (forward intermediates): gate prefix/suffix sums and exps {@code 4LK}, {@code Qg, Kg, Kd}
- *       {@code 3LK}, pairwise {@code Aqk}/{@code P} {@code 7·L(L+1)/2·K}, the two forward substitutions
- *       {@code L(L−1)(K+V)}, {@code V' = U − WS} {@code 2LKV};</li>
+ *       {@code 3LK}, the decayed pair products {@code Aqk}, {@code P} {@code 4·L(L+1)/2·K} (the multiply-adds
+ *       only; the decay factors are not counted), {@code (I + A)⁻¹} {@code L³/3}, {@code W, U}
+ *       {@code L(L+1)(K+V)}, {@code V' = U − WS} {@code 2LKV};</li>
  *   <li>forward: prepare + {@code Qg S} {@code 2LKV} + {@code Aqk V'} {@code L(L+1)V} + state update
  *       {@code 2LKV + KV};</li>
  *   <li>backward: a state-only forward to recompute chunk-start states (prepare + {@code 2LKV + KV}), then
  *       per chunk prepare again + eight {@code L×K×V} products {@code 16LKV} + {@code dAqk}/{@code dV'}
- *       {@code 2L(L+1)V} + two back substitutions and {@code dA} {@code 2L(L−1)(K+V)} + pairwise backward
- *       {@code 11·L(L+1)/2·K} + elementwise and cumsum {@code 11LK}.</li>
+ *       {@code 2L(L+1)V} + {@code (I + A)⁻ᵀ} products {@code L(L+1)(K+V)} and {@code dA} {@code L(L−1)(K+V)}
+ *       + pairwise backward (four decayed products) {@code 8·L(L+1)/2·K} + elementwise and cumsum {@code 11LK}.</li>
  * </ul>
+ * Only the useful (triangular) part of a triangular product counts, so the figure does not reward waste.
  */
 public final class KdaBenchmark {
 
@@ -57,10 +60,13 @@ public final class KdaBenchmark {
         KdaChunked chunked = new KdaChunked(c.threads());
         KdaRecurrent recurrent = new KdaRecurrent(c.threads());
 
-        double fwdPacked = median(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked));
-        double fwdBwdPacked = median(c.warmUp(), c.repeats(), () -> packedProblem.forwardBackward(chunked));
-        double fwdBwdSingle = median(c.warmUp(), c.repeats(), () -> singleProblem.forwardBackward(chunked));
-        double fwdBwdRecurrent = median(1, Math.min(3, c.repeats()), () -> packedProblem.forwardBackward(recurrent));
+        double[] chunkedTimes = interleavedMedians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
+                () -> packedProblem.forwardBackward(chunked), () -> singleProblem.forwardBackward(chunked));
+        double fwdPacked = chunkedTimes[0];
+        double fwdBwdPacked = chunkedTimes[1];
+        double fwdBwdSingle = chunkedTimes[2];
+        double fwdBwdRecurrent = interleavedMedians(1, Math.min(3, c.repeats()),
+                () -> packedProblem.forwardBackward(recurrent))[0];
         double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim());
         double matmul = Gemm.measureGflops(c.threads());
 
@@ -99,11 +105,11 @@ public final class KdaBenchmark {
 
     private static double chunkFlops(double l, double k, double v) {
         double pairs = l * (l + 1) / 2;
-        double prepare = 7 * l * k + 7 * pairs * k + l * (l - 1) * (k + v) + 2 * l * k * v;
+        double prepare = 7 * l * k + 4 * pairs * k + l * l * l / 3 + l * (l + 1) * (k + v) + 2 * l * k * v;
         double stateUpdate = 2 * l * k * v + k * v;
         double forward = prepare + 2 * l * k * v + 2 * pairs * v + stateUpdate;
         double backward = prepare + stateUpdate + prepare + 16 * l * k * v + 4 * pairs * v
-                + 2 * l * (l - 1) * (k + v) + 11 * pairs * k + 11 * l * k;
+                + l * (l + 1) * (k + v) + l * (l - 1) * (k + v) + 8 * pairs * k + 11 * l * k;
         return forward + backward;
     }
 
@@ -116,18 +122,31 @@ public final class KdaBenchmark {
         return cu;
     }
 
-    private static double median(int warmUp, int repeats, Runnable action) {
+    /**
+     * Median seconds of each action; the actions alternate run by run so that a change in machine load
+     * (other processes) affects all of them alike and their ratio stays meaningful.
+     */
+    private static double[] interleavedMedians(int warmUp, int repeats, Runnable... actions) {
         for (int i = 0; i < warmUp; i++) {
-            action.run();
+            for (Runnable action : actions) {
+                action.run();
+            }
         }
-        double[] seconds = new double[repeats];
+        double[][] seconds = new double[actions.length][repeats];
         for (int i = 0; i < repeats; i++) {
-            long t0 = System.nanoTime();
-            action.run();
-            seconds[i] = (System.nanoTime() - t0) * 1e-9;
+            for (int a = 0; a < actions.length; a++) {
+                long t0 = System.nanoTime();
+                actions[a].run();
+                seconds[a][i] = (System.nanoTime() - t0) * 1e-9;
+            }
         }
-        Arrays.sort(seconds);
-        return repeats % 2 == 1 ? seconds[repeats / 2] : (seconds[repeats / 2 - 1] + seconds[repeats / 2]) / 2;
+        double[] medians = new double[actions.length];
+        for (int a = 0; a < actions.length; a++) {
+            Arrays.sort(seconds[a]);
+            medians[a] = repeats % 2 == 1 ? seconds[a][repeats / 2]
+                    : (seconds[a][repeats / 2 - 1] + seconds[a][repeats / 2]) / 2;
+        }
+        return medians;
     }
 
     /** Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)). */

@@ -1,6 +1,5 @@
 package io.kdapack.core.kda;
 
-import io.kdapack.core.linalg.Gemm;
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -14,7 +13,7 @@ import jdk.incubator.vector.VectorSpecies;
  * by pair as a running sum of gates from row r down to column c. For columns before the block, whose first
  * row {@code a} serves as anchor, {@code exp(Γ_r − Γ_c) = exp(Γ_r − Γ_a)·exp(Γ_a − Γ_c)} with both factors
  * exponents ≤ 0 (sums of gates between the rows), and the block is a matrix product
- * {@code (x ⊙ exp(Γ − Γ_a)) · (y ⊙ exp(Γ_a − Γ))ᵀ} for {@link Gemm}. Backward uses
+ * {@code (x ⊙ exp(Γ − Γ_a)) · (y ⊙ exp(Γ_a − Γ))ᵀ}. Backward uses
  * {@code dx_r = Σ_c dM[r,c] y_c ⊙ exp(Γ_r − Γ_c)}, {@code dy_c = Σ_r dM[r,c] x_r ⊙ exp(Γ_r − Γ_c)},
  * {@code dΓ_r += x_r ⊙ dx_r}, {@code dΓ_c −= y_c ⊙ dy_c}; the anchor cancels out of all of them.
  */
@@ -36,6 +35,7 @@ final class PairwiseDecay {
     private final float[] dkRow;
     private final float[] dkCol;
     private final float[] e;
+    private final float[] transposed;
 
     PairwiseDecay(int keyDim) {
         kd = keyDim;
@@ -49,6 +49,7 @@ final class PairwiseDecay {
         dkRow = new float[BLOCK * kd];
         dkCol = new float[SIZE * kd];
         e = new float[kd];
+        transposed = new float[SIZE * kd];
     }
 
     /**
@@ -63,8 +64,8 @@ final class PairwiseDecay {
             }
             if (a > 0) {
                 anchorFactors(q, k, g, first, a, b);
-                Gemm.sgemm(false, true, b, a, kd, 1f, qRow, 0, kd, kCol, 0, kd, 0f, aQK, a * SIZE, SIZE);
-                Gemm.sgemm(false, true, b, a, kd, 1f, kRow, 0, kd, kCol, 0, kd, 0f, pKK, a * SIZE, SIZE);
+                ChunkMath.matmulTransB(b, a, kd, 1f, qRow, 0, kd, kCol, 0, kd, 0f, aQK, a * SIZE, SIZE, transposed);
+                ChunkMath.matmulTransB(b, a, kd, 1f, kRow, 0, kd, kCol, 0, kd, 0f, pKK, a * SIZE, SIZE, transposed);
             }
         }
     }
@@ -83,10 +84,10 @@ final class PairwiseDecay {
             if (a > 0) {
                 anchorFactors(q, k, g, first, a, b);
                 // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (columns before it).
-                Gemm.sgemm(false, false, b, kd, a, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
-                Gemm.sgemm(false, false, b, kd, a, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
-                Gemm.sgemm(true, false, a, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
-                Gemm.sgemm(true, false, a, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
+                ChunkMath.matmul(false, b, kd, a, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
+                ChunkMath.matmul(false, b, kd, a, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
+                ChunkMath.matmul(true, a, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
+                ChunkMath.matmul(true, a, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
                 for (int r = 0; r < b; r++) {
                     int row = (first + a + r) * kd;
                     for (int i = 0; i < kd; i++) {

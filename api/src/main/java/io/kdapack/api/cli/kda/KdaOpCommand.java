@@ -6,7 +6,9 @@ import io.kdapack.core.kda.KdaBackend;
 import io.kdapack.core.kda.KdaCase;
 import io.kdapack.core.kda.KdaChunked;
 import io.kdapack.core.kda.KdaRecurrent;
+import io.kdapack.gpu.Backends;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -21,8 +23,8 @@ import picocli.CommandLine.Option;
         description = "Run Kimi Delta Attention (forward and backward) on a golden-format safetensors file.")
 public final class KdaOpCommand implements Callable<Integer> {
 
-    /** Which CPU implementation runs. */
-    public enum Backend { cpu, reference }
+    /** Which implementation runs: the backend switch (auto, cpu, cuda) or the token-by-token reference. */
+    public enum Backend { auto, cpu, cuda, reference }
 
     /** Stored dtype of the results. */
     public enum OutputType { f32, f64 }
@@ -36,8 +38,9 @@ public final class KdaOpCommand implements Callable<Integer> {
     @Option(names = "--dtype", defaultValue = "f64", description = "Result dtype: ${COMPLETION-CANDIDATES} (default ${DEFAULT-VALUE}).")
     OutputType dtype;
 
-    @Option(names = "--backend", defaultValue = "cpu",
-            description = "cpu (chunked) or reference (token-by-token recurrence); default ${DEFAULT-VALUE}.")
+    @Option(names = "--backend", defaultValue = "auto",
+            description = "auto (CUDA when a GPU is present, else CPU), cpu (chunked), cuda, or reference "
+                    + "(token-by-token recurrence); default ${DEFAULT-VALUE}.")
     Backend backend;
 
     @Option(names = "--threads", description = "Worker threads (default: all processors).")
@@ -45,9 +48,14 @@ public final class KdaOpCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        if (!Files.isRegularFile(in)) {
+            throw new IllegalArgumentException("--in " + in + ": no such file");
+        }
         KdaCase c = KdaCase.from(SafeTensors.read(in));
         int workers = threads == null ? Runtime.getRuntime().availableProcessors() : threads;
-        KdaBackend op = backend == Backend.cpu ? new KdaChunked(workers) : new KdaRecurrent(workers);
+        KdaBackend op = backend == Backend.reference
+                ? new KdaRecurrent(workers)
+                : Backends.select(backend.name(), () -> new KdaChunked(workers));
         KdaBackend.KdaResult result = op.forward(c.inputs(), c.options());
         KdaBackend.KdaGradients grads = op.backward(c.inputs(), c.options(), c.dO(), c.dHt());
         c.results(result, grads, dtype == OutputType.f32 ? DType.F32 : DType.F64).write(out);

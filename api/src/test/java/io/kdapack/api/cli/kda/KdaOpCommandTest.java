@@ -15,6 +15,8 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import io.kdapack.gpu.CudaDevice;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -31,7 +33,7 @@ class KdaOpCommandTest {
     Path tmp;
 
     @ParameterizedTest
-    @CsvSource({"03_chunk_edges_gva, cpu, f64", "10_batched_segment_ids, cpu, f32", "10_batched_segment_ids, reference, f64"})
+    @CsvSource({"03_chunk_edges_gva, cpu, f64", "10_batched_segment_ids, reference, f32", "03_chunk_edges_gva, auto, f32"})
     void writesGoldenResults(String name, String backend, String dtype) throws Exception {
         Path in = Path.of(getClass().getResource("/golden/kda/" + name + ".safetensors").toURI());
         Path out = tmp.resolve(name + ".out.safetensors");
@@ -59,6 +61,21 @@ class KdaOpCommandTest {
     }
 
     @Test
+    void cudaWithoutADriverFailsNamingTheReason() throws Exception {
+        String reason = CudaDevice.unavailableReason();
+        Assumptions.assumeTrue(reason != null, "a CUDA driver is present");
+        Path in = Path.of(getClass().getResource("/golden/kda/03_chunk_edges_gva.safetensors").toURI());
+        StringWriter err = new StringWriter();
+        CommandLine cli = Main.commandLine();
+        cli.setErr(new PrintWriter(err));
+        int code = cli.execute("op", "kda", "--in", in.toString(), "--out", tmp.resolve("x.safetensors").toString(),
+                "--backend", "cuda");
+        assertEquals(1, code, err.toString());
+        assertTrue(err.toString().contains("backend cuda requested but no CUDA driver"), err.toString());
+        assertEquals(1, err.toString().strip().lines().count(), "one line: " + err);
+    }
+
+    @Test
     void missingTensorIsAOneLineErrorWithExitCode2() throws Exception {
         Path in = Path.of(getClass().getResource("/golden/kda/03_chunk_edges_gva.safetensors").toURI());
         SafeTensors golden = SafeTensors.read(in);
@@ -80,6 +97,12 @@ class KdaOpCommandTest {
         new SafeTensors(golden.metadata(), tensors).write(broken);
         String err = runExpectingFailure(broken);
         assertTrue(err.contains("beta has 7 values"), err);
+    }
+
+    @Test
+    void missingFileIsAOneLineErrorWithExitCode2() {
+        String err = runExpectingFailure(tmp.resolve("absent.safetensors"));
+        assertTrue(err.contains("absent.safetensors: no such file"), err);
     }
 
     @Test
