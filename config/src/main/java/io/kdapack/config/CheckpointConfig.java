@@ -9,6 +9,6 @@ package io.kdapack.config;
 public record CheckpointConfig(String dir, int interval) {
 
     public static CheckpointConfig defaults() {
-        return new CheckpointConfig("runs/checkpoints", 100);
+        return new CheckpointConfig("runs/checkpoints", 50);
     }
 }

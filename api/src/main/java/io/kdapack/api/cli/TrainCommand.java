@@ -6,6 +6,7 @@ import io.kdapack.config.ConfigLoader;
 import io.kdapack.config.KdapackConfig;
 import io.kdapack.data.synthetic.AssociativeRecall;
 import io.kdapack.training.DatasetPaths;
+import io.kdapack.training.HybridModels;
 import io.kdapack.training.ModelFactory;
 import io.kdapack.training.RecallEval;
 import io.kdapack.training.StepResult;
@@ -65,9 +66,7 @@ final class TrainCommand implements Callable<Integer> {
     private final ModelFactory models;
 
     TrainCommand() {
-        this((model, train) -> {
-            throw new IllegalStateException("the hybrid model is not merged into this build yet");
-        });
+        this(HybridModels.FACTORY);
     }
 
     TrainCommand(ModelFactory models) {

@@ -70,6 +70,44 @@ class TrainCommandTest {
         assertTrue(JSON.readTree(run.resolve("config.json").toFile()).at("/train/steps").asInt() == 4);
     }
 
+    /** The main job end to end on the real hybrid model (3 KDA + 1 MLA layers, MTP on), shrunk to two steps. */
+    @Test
+    void aTwoStepConfigTrainsTheHybridModel(@TempDir Path dir) throws IOException {
+        Path train = dir.resolve("data/recall-train");
+        RecallDatasets.write(train, AssociativeRecall.demo(), 100, 1);
+        RecallDatasets.write(dir.resolve("data/recall-heldout"), AssociativeRecall.demo(), 20, 2);
+        Path config = dir.resolve("two-steps.yaml");
+        Files.writeString(config, """
+                model:
+                  hidden_size: 32
+                  intermediate_size: 64
+                  kda: {num_heads: 2, num_v_heads: 2, head_dim: 16}
+                  mla: {num_heads: 2, kv_lora_rank: 16, qk_nope_head_dim: 8, qk_rope_head_dim: 8, v_head_dim: 8}
+                train:
+                  steps: 2
+                  micro_batch_size: 2
+                  num_microbatches: 2
+                  seq_length: 64
+                  optimizer: {warmup_steps: 0}
+                  data: {prefix: %s}
+                """.formatted(train.toAbsolutePath()));
+        Path run = dir.resolve("run");
+        Result r = run(new TrainCommand(), "train", "--config", config.toString(), "--out", run.toString());
+        assertEquals(0, r.exit, r.err);
+        List<JsonNode> metrics = metrics(run);
+        assertEquals(2, metrics.size());
+        for (JsonNode step : metrics) {
+            assertTrue(step.get("loss").asDouble() > 0 && step.get("mtp_loss").asDouble() > 0, step.toString());
+            assertTrue(step.get("grad_norm").asDouble() > 0, step.toString());
+        }
+        // Near-uniform predictions at initialisation: about ln 131.
+        assertEquals(Math.log(131), metrics.get(0).get("loss").asDouble(), 0.2);
+        assertTrue(Files.isRegularFile(run.resolve("checkpoints/step-00000002/model.safetensors")));
+        assertTrue(Files.isRegularFile(run.resolve("loss.png")));
+        JsonNode summary = JSON.readTree(r.out);
+        assertTrue(summary.get("heldout_answers").asLong() > 0, r.out);
+    }
+
     @Test
     void resumeContinuesTheRunBitIdentically(@TempDir Path dir) throws IOException {
         Path config = setUp(dir, 4);
@@ -142,10 +180,14 @@ class TrainCommandTest {
     }
 
     private static Result run(String... args) {
+        return run(new TrainCommand(UnigramModel.FACTORY), args);
+    }
+
+    private static Result run(TrainCommand command, String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        // The train command alone, with the test double, under Main's error handling.
-        CommandLine cli = new CommandLine(new TrainCommand(UnigramModel.FACTORY));
+        // The train command alone, under Main's error handling.
+        CommandLine cli = new CommandLine(command);
         cli.setExecutionExceptionHandler(Main.commandLine().getExecutionExceptionHandler());
         cli.setOut(new PrintWriter(out));
         cli.setErr(new PrintWriter(err));
