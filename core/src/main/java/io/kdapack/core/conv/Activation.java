@@ -1,5 +1,7 @@
 package io.kdapack.core.conv;
 
+import io.kdapack.core.linalg.ExpKernels;
+
 /** Activation applied after the short convolution: none, or SiLU {@code z · sigmoid(z)}. */
 public enum Activation {
     NONE, SILU;
@@ -13,21 +15,24 @@ public enum Activation {
         };
     }
 
-    /** {@code act(z)}. */
-    float apply(float z) {
-        return this == SILU ? z * sigmoid(z) : z;
-    }
-
-    /** {@code act'(z)}; for SiLU {@code σ(z)·(1 + z·(1 − σ(z)))}. */
-    float derivative(float z) {
-        if (this == NONE) {
-            return 1f;
+    /** {@code y[yOffset + d] = act(z[d])} for {@code d < length}, vectorised. */
+    void apply(float[] z, float[] y, int yOffset, int length) {
+        if (this == SILU) {
+            ExpKernels.silu(z, 0, y, yOffset, length);
+        } else {
+            System.arraycopy(z, 0, y, yOffset, length);
         }
-        float s = sigmoid(z);
-        return s * (1f + z * (1f - s));
     }
 
-    private static float sigmoid(float z) {
-        return (float) (1.0 / (1.0 + Math.exp(-z)));
+    /**
+     * {@code dz[offset + d] = dy[offset + d] · act'(z[d])} for {@code d < length}, vectorised; for SiLU
+     * {@code act'(z) = σ(z)·(1 + z·(1 − σ(z)))}.
+     */
+    void backward(float[] z, float[] dy, float[] dz, int offset, int length) {
+        if (this == SILU) {
+            ExpKernels.siluBackward(z, 0, dy, offset, dz, offset, length);
+        } else {
+            System.arraycopy(dy, offset, dz, offset, length);
+        }
     }
 }

@@ -42,9 +42,7 @@ public final class ShortConv {
             float[] z = new float[channels];
             for (int t = from; t < to; t++) {
                 preActivation(in, weightByTap, n, t, z);
-                for (int d = 0; d < channels; d++) {
-                    y[t * channels + d] = in.activation().apply(z[d]);
-                }
+                in.activation().apply(z, y, t * channels, channels);
             }
         });
         float[] finalState = new float[in.sequences() * channels * in.width()];
@@ -78,9 +76,7 @@ public final class ShortConv {
             float[] z = new float[channels];
             for (int t = from; t < to; t++) {
                 preActivation(in, weightByTap, n, t, z);
-                for (int d = 0; d < channels; d++) {
-                    dz[t * channels + d] = dy[t * channels + d] * in.activation().derivative(z[d]);
-                }
+                in.activation().backward(z, dy, dz, t * channels, channels);
             }
         });
 

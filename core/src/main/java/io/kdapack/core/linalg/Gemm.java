@@ -1,5 +1,6 @@
 package io.kdapack.core.linalg;
 
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ForkJoinPool;
 import java.util.stream.IntStream;
 import jdk.incubator.vector.FloatVector;
@@ -31,8 +32,14 @@ public final class Gemm {
     /** Below this many multiply-adds the packing costs more than it saves. */
     private static final long SMALL = 8 * 1024;
 
-    private static final ThreadLocal<float[][]> BUFFERS = ThreadLocal.withInitial(
-            () -> new float[][] {new float[MC * KC], new float[0], new float[MR * NR]});
+    /** Per-thread packed block of A ({@code MC × KC}); the multiply never forks, so a thread uses one at a time. */
+    private static final ThreadLocal<float[]> PACKED_A = ThreadLocal.withInitial(() -> new float[MC * KC]);
+    private static final ThreadLocal<float[]> EDGE = ThreadLocal.withInitial(() -> new float[MR * NR]);
+    /**
+     * Buffers for the packed B of one call. Taken and given back rather than held per thread: a thread joining a
+     * parallel call can run another call's tasks meanwhile, so per-thread ownership would not be safe.
+     */
+    private static final ConcurrentLinkedQueue<float[]> PACKED_B = new ConcurrentLinkedQueue<>();
 
     private Gemm() {
     }
@@ -56,7 +63,7 @@ public final class Gemm {
         if (m == 0 || n == 0) {
             return;
         }
-        scale(m, n, beta, c, cOffset, ldc);
+        scale(0, m, n, beta, c, cOffset, ldc);
         if (k == 0 || alpha == 0f) {
             return;
         }
@@ -64,37 +71,162 @@ public final class Gemm {
             naive(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
             return;
         }
-        float[][] buffers = BUFFERS.get();
-        float[] packedA = buffers[0];
-        int panelsB = (n + NR - 1) / NR;
-        if (buffers[1].length < panelsB * NR * KC) {
-            buffers[1] = new float[panelsB * NR * KC];
+        Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
+        float[] packedB = takePackedB(op.packedBSize());
+        try {
+            for (int unit = 0; unit < op.packUnits(); unit++) {
+                op.packB(unit, packedB);
+            }
+            op.multiply(0, m, packedB);
+        } finally {
+            PACKED_B.offer(packedB);
         }
-        float[] packedB = buffers[1];
-        float[] edge = buffers[2];
-        for (int pc = 0; pc < k; pc += KC) {
+    }
+
+    /**
+     * The same product with the rows of C split over {@code pool}; bitwise equal to {@link #sgemm}. B is packed
+     * once, in parallel, and shared by all row blocks.
+     */
+    public static void parallelSgemm(ForkJoinPool pool, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                                     float[] a, int aOffset, int lda, float[] b, int bOffset, int ldb,
+                                     float beta, float[] c, int cOffset, int ldc) {
+        int workers = pool.getParallelism();
+        if (workers <= 1 || (long) m * n * k < 64L * 64 * 64 || m < 2 * MR || alpha == 0f) {
+            sgemm(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset, ldc);
+            return;
+        }
+        checkArguments(transA, transB, m, n, k, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
+        Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
+        int blocks = Math.min(m / MR, workers * 4);
+        int rowsPerBlock = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;
+        int count = (m + rowsPerBlock - 1) / rowsPerBlock;
+        float[] packedB = takePackedB(op.packedBSize());
+        try {
+            pool.submit(() -> {
+                IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, packedB));
+                IntStream.range(0, count).parallel().forEach(block -> {
+                    int from = block * rowsPerBlock;
+                    int to = Math.min(m, from + rowsPerBlock);
+                    scale(from, to, n, beta, c, cOffset, ldc);
+                    op.multiply(from, to, packedB);
+                });
+            }).join();
+        } finally {
+            PACKED_B.offer(packedB);
+        }
+    }
+
+    private static float[] takePackedB(int size) {
+        float[] buffer = PACKED_B.poll();
+        return buffer != null && buffer.length >= size ? buffer : new float[size];
+    }
+
+    /**
+     * One call's operands. B is packed for the whole of k: k block {@code pc} holds its column panels of
+     * {@code [kc][NR]} back to back from {@code pc · paddedN}.
+     */
+    private record Operands(boolean transA, boolean transB, int m, int n, int k, float alpha,
+                            float[] a, int aOffset, int lda, float[] b, int bOffset, int ldb,
+                            float[] c, int cOffset, int ldc) {
+
+        int panels() {
+            return (n + NR - 1) / NR;
+        }
+
+        int packedBSize() {
+            return panels() * NR * k;
+        }
+
+        /** Units of B packing: one column panel of one k block each. */
+        int packUnits() {
+            return (k + KC - 1) / KC * panels();
+        }
+
+        void packB(int unit, float[] dst) {
+            int pc = unit / panels() * KC;
+            int jr = unit % panels() * NR;
             int kc = Math.min(KC, k - pc);
-            packB(transB, b, bOffset, ldb, pc, kc, n, packedB);
-            for (int ic = 0; ic < m; ic += MC) {
-                int mc = Math.min(MC, m - ic);
-                packA(transA, a, aOffset, lda, ic, mc, pc, kc, alpha, packedA);
-                for (int jr = 0; jr < n; jr += NR) {
-                    int nc = Math.min(NR, n - jr);
-                    int bPanel = (jr / NR) * NR * kc;
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        int rows = Math.min(MR, mc - ir);
-                        int aPanel = (ir / MR) * MR * kc;
-                        int cIndex = cOffset + (ic + ir) * ldc + jr;
-                        if (rows == MR && nc == NR) {
-                            kernel(kc, packedA, aPanel, packedB, bPanel, c, cIndex, ldc);
-                        } else {
-                            java.util.Arrays.fill(edge, 0f);
-                            kernel(kc, packedA, aPanel, packedB, bPanel, edge, 0, NR);
-                            for (int r = 0; r < rows; r++) {
-                                for (int j = 0; j < nc; j++) {
-                                    c[cIndex + r * ldc + j] += edge[r * NR + j];
+            int base = pc * panels() * NR + jr * kc;
+            int cols = Math.min(NR, n - jr);
+            if (transB) {
+                for (int j = 0; j < cols; j++) {
+                    int src = bOffset + (jr + j) * ldb + pc;
+                    for (int p = 0; p < kc; p++) {
+                        dst[base + p * NR + j] = b[src + p];
+                    }
+                }
+            } else if (cols == NR) {
+                for (int p = 0; p < kc; p++) {
+                    int src = bOffset + (pc + p) * ldb + jr;
+                    FloatVector.fromArray(SPECIES, b, src).intoArray(dst, base + p * NR);
+                    FloatVector.fromArray(SPECIES, b, src + LANES).intoArray(dst, base + p * NR + LANES);
+                }
+            } else {
+                for (int p = 0; p < kc; p++) {
+                    System.arraycopy(b, bOffset + (pc + p) * ldb + jr, dst, base + p * NR, cols);
+                }
+            }
+            if (cols < NR) {
+                for (int p = 0; p < kc; p++) {
+                    java.util.Arrays.fill(dst, base + p * NR + cols, base + (p + 1) * NR, 0f);
+                }
+            }
+        }
+
+        /** {@code C[from..to) += alpha · op(A)[from..to) · op(B)}, k block by k block, in that order. */
+        void multiply(int from, int to, float[] packedB) {
+            float[] packedA = PACKED_A.get();
+            float[] edge = EDGE.get();
+            int paddedN = panels() * NR;
+            for (int pc = 0; pc < k; pc += KC) {
+                int kc = Math.min(KC, k - pc);
+                for (int ic = from; ic < to; ic += MC) {
+                    int mc = Math.min(MC, to - ic);
+                    packA(ic, mc, pc, kc, packedA);
+                    for (int jr = 0; jr < n; jr += NR) {
+                        int cols = Math.min(NR, n - jr);
+                        int bPanel = pc * paddedN + jr * kc;
+                        for (int ir = 0; ir < mc; ir += MR) {
+                            int rows = Math.min(MR, mc - ir);
+                            int cIndex = cOffset + (ic + ir) * ldc + jr;
+                            if (rows == MR && cols == NR) {
+                                kernel(kc, packedA, ir * kc, packedB, bPanel, c, cIndex, ldc, false);
+                            } else {
+                                // Edge tile: computed whole into a scratch tile, then only its valid part added.
+                                kernel(kc, packedA, ir * kc, packedB, bPanel, edge, 0, NR, true);
+                                for (int r = 0; r < rows; r++) {
+                                    for (int j = 0; j < cols; j++) {
+                                        c[cIndex + r * ldc + j] += edge[r * NR + j];
+                                    }
                                 }
                             }
+                        }
+                    }
+                }
+            }
+        }
+
+        /** Packs {@code alpha · op(A)[ic..ic+mc, pc..pc+kc]} as panels of MR rows, {@code [kc][MR]} each, zero-padded. */
+        private void packA(int ic, int mc, int pc, int kc, float[] dst) {
+            for (int ir = 0; ir < mc; ir += MR) {
+                int base = ir * kc;
+                int rows = Math.min(MR, mc - ir);
+                if (rows < MR) {
+                    java.util.Arrays.fill(dst, base, base + MR * kc, 0f);
+                }
+                if (transA) {
+                    // op(A) rows are contiguous in storage: MR of them per k step.
+                    int src = aOffset + pc * lda + ic + ir;
+                    for (int p = 0; p < kc; p++) {
+                        for (int r = 0; r < rows; r++) {
+                            dst[base + p * MR + r] = alpha * a[src + p * lda + r];
+                        }
+                    }
+                } else {
+                    for (int r = 0; r < rows; r++) {
+                        int src = aOffset + (ic + ir + r) * lda + pc;
+                        for (int p = 0; p < kc; p++) {
+                            dst[base + p * MR + r] = alpha * a[src + p];
                         }
                     }
                 }
@@ -103,30 +235,11 @@ public final class Gemm {
     }
 
     /**
-     * The same product with the rows of C split over {@code pool}; bitwise equal to {@link #sgemm}.
+     * {@code MR × NR} register tile: {@code C[r, 0..NR) += Σ_p packedA[p, r] · packedB[p, 0..NR)}, or {@code =}
+     * when {@code overwrite}.
      */
-    public static void parallelSgemm(ForkJoinPool pool, boolean transA, boolean transB, int m, int n, int k, float alpha,
-                                     float[] a, int aOffset, int lda, float[] b, int bOffset, int ldb,
-                                     float beta, float[] c, int cOffset, int ldc) {
-        int workers = pool.getParallelism();
-        if (workers <= 1 || (long) m * n * k < 64L * 64 * 64 || m < 2 * MR) {
-            sgemm(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset, ldc);
-            return;
-        }
-        checkArguments(transA, transB, m, n, k, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
-        int blocks = Math.min(m / MR, workers * 4);
-        int rowsPerBlock = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;
-        int count = (m + rowsPerBlock - 1) / rowsPerBlock;
-        pool.submit(() -> IntStream.range(0, count).parallel().forEach(block -> {
-            int row = block * rowsPerBlock;
-            int rows = Math.min(rowsPerBlock, m - row);
-            int aStart = transA ? aOffset + row : aOffset + row * lda;
-            sgemm(transA, transB, rows, n, k, alpha, a, aStart, lda, b, bOffset, ldb, beta, c, cOffset + row * ldc, ldc);
-        })).join();
-    }
-
-    /** {@code MR × NR} register tile: {@code C[r, 0..NR) += Σ_p packedA[p, r] · packedB[p, 0..NR)}. */
-    private static void kernel(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc) {
+    private static void kernel(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
+                               boolean overwrite) {
         FloatVector c00 = FloatVector.zero(SPECIES), c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES), c11 = FloatVector.zero(SPECIES);
         FloatVector c20 = FloatVector.zero(SPECIES), c21 = FloatVector.zero(SPECIES);
@@ -149,10 +262,21 @@ public final class Gemm {
             c30 = x.fma(b0, c30);
             c31 = x.fma(b1, c31);
         }
-        accumulate(c, cIndex, c00, c01);
-        accumulate(c, cIndex + ldc, c10, c11);
-        accumulate(c, cIndex + 2 * ldc, c20, c21);
-        accumulate(c, cIndex + 3 * ldc, c30, c31);
+        if (overwrite) {
+            c00.intoArray(c, cIndex);
+            c01.intoArray(c, cIndex + LANES);
+            c10.intoArray(c, cIndex + ldc);
+            c11.intoArray(c, cIndex + ldc + LANES);
+            c20.intoArray(c, cIndex + 2 * ldc);
+            c21.intoArray(c, cIndex + 2 * ldc + LANES);
+            c30.intoArray(c, cIndex + 3 * ldc);
+            c31.intoArray(c, cIndex + 3 * ldc + LANES);
+        } else {
+            accumulate(c, cIndex, c00, c01);
+            accumulate(c, cIndex + ldc, c10, c11);
+            accumulate(c, cIndex + 2 * ldc, c20, c21);
+            accumulate(c, cIndex + 3 * ldc, c30, c31);
+        }
     }
 
     private static void accumulate(float[] c, int index, FloatVector v0, FloatVector v1) {
@@ -160,52 +284,12 @@ public final class Gemm {
         FloatVector.fromArray(SPECIES, c, index + LANES).add(v1).intoArray(c, index + LANES);
     }
 
-    /** Packs {@code alpha · op(A)[ic..ic+mc, pc..pc+kc]} as panels of MR rows, {@code [kc][MR]} each, zero-padded. */
-    private static void packA(boolean transA, float[] a, int aOffset, int lda, int ic, int mc, int pc, int kc,
-                              float alpha, float[] dst) {
-        for (int ir = 0; ir < mc; ir += MR) {
-            int base = (ir / MR) * MR * kc;
-            int rows = Math.min(MR, mc - ir);
-            for (int p = 0; p < kc; p++) {
-                int d = base + p * MR;
-                for (int r = 0; r < rows; r++) {
-                    int row = ic + ir + r;
-                    int col = pc + p;
-                    dst[d + r] = alpha * (transA ? a[aOffset + col * lda + row] : a[aOffset + row * lda + col]);
-                }
-                for (int r = rows; r < MR; r++) {
-                    dst[d + r] = 0f;
-                }
-            }
-        }
-    }
-
-    /** Packs {@code op(B)[pc..pc+kc, 0..n]} as panels of NR columns, {@code [kc][NR]} each, zero-padded. */
-    private static void packB(boolean transB, float[] b, int bOffset, int ldb, int pc, int kc, int n, float[] dst) {
-        for (int jr = 0; jr < n; jr += NR) {
-            int base = (jr / NR) * NR * kc;
-            int cols = Math.min(NR, n - jr);
-            for (int p = 0; p < kc; p++) {
-                int d = base + p * NR;
-                if (!transB) {
-                    System.arraycopy(b, bOffset + (pc + p) * ldb + jr, dst, d, cols);
-                } else {
-                    for (int j = 0; j < cols; j++) {
-                        dst[d + j] = b[bOffset + (jr + j) * ldb + pc + p];
-                    }
-                }
-                for (int j = cols; j < NR; j++) {
-                    dst[d + j] = 0f;
-                }
-            }
-        }
-    }
-
-    private static void scale(int m, int n, float beta, float[] c, int cOffset, int ldc) {
+    /** {@code C[from..to) *= beta}, or cleared when beta is 0. */
+    private static void scale(int from, int to, int n, float beta, float[] c, int cOffset, int ldc) {
         if (beta == 1f) {
             return;
         }
-        for (int i = 0; i < m; i++) {
+        for (int i = from; i < to; i++) {
             int row = cOffset + i * ldc;
             if (beta == 0f) {
                 java.util.Arrays.fill(c, row, row + n, 0f);

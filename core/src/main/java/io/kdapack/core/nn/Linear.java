@@ -78,12 +78,15 @@ public final class Linear implements Layer {
                 1f, weight.grads(), 0, inFeatures);
         if (bias != null) {
             Parallel.forBlocks(outFeatures, 64, (from, to) -> {
-                for (int o = from; o < to; o++) {
-                    float sum = 0f;
-                    for (int t = 0; t < tokens; t++) {
-                        sum += dy[t * outFeatures + o];
+                // Token by token, so the reads run along rows; each feature still sums its tokens in order.
+                float[] sums = new float[to - from];
+                for (int t = 0; t < tokens; t++) {
+                    for (int o = from; o < to; o++) {
+                        sums[o - from] += dy[t * outFeatures + o];
                     }
-                    bias.grads()[o] += sum;
+                }
+                for (int o = from; o < to; o++) {
+                    bias.grads()[o] += sums[o - from];
                 }
             });
         }

@@ -91,12 +91,16 @@ public final class RmsNorm implements Layer {
         });
         float[] dw = weight.grads();
         Parallel.forBlocks(dim, 64, (from, to) -> {
-            for (int j = from; j < to; j++) {
-                double sum = 0;
-                for (int r = 0; r < rows; r++) {
-                    sum += (double) dy[r * dim + j] * (x[r * dim + j] * inv[r]);
+            // Row by row, so the reads run along rows; each column still sums its rows in order.
+            double[] sums = new double[to - from];
+            for (int r = 0; r < rows; r++) {
+                int base = r * dim;
+                for (int j = from; j < to; j++) {
+                    sums[j - from] += (double) dy[base + j] * (x[base + j] * inv[r]);
                 }
-                dw[j] += (float) sum;
+            }
+            for (int j = from; j < to; j++) {
+                dw[j] += (float) sums[j - from];
             }
         });
         return dx;

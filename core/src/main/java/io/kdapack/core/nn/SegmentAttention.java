@@ -1,6 +1,7 @@
 package io.kdapack.core.nn;
 
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.linalg.ExpKernels;
 import io.kdapack.core.linalg.Gemm;
 
 /**
@@ -123,11 +124,13 @@ public final class SegmentAttention {
             for (int j = 0; j < visible; j++) {
                 max = Math.max(max, p[row + j]);
             }
+            for (int j = 0; j < visible; j++) {
+                p[row + j] -= max;
+            }
+            ExpKernels.exp(p, row, p, row, visible);
             double sum = 0;
             for (int j = 0; j < visible; j++) {
-                float e = (float) Math.exp(p[row + j] - max);
-                p[row + j] = e;
-                sum += e;
+                sum += p[row + j];
             }
             float inv = (float) (1.0 / sum);
             for (int j = 0; j < visible; j++) {

@@ -1,6 +1,9 @@
 package io.kdapack.core.nn;
 
+import io.kdapack.core.linalg.ExpKernels;
 import java.util.List;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
 
 /**
  * SwiGLU feed-forward (Llama / DeepSeek {@code MLP}): {@code y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))} with
@@ -8,6 +11,8 @@ import java.util.List;
  * {@code <name>.gate_proj.weight}, {@code <name>.up_proj.weight}, {@code <name>.down_proj.weight}.
  */
 public final class SwiGluMlp implements Layer {
+    private static final VectorSpecies<Float> SPECIES = FloatVector.SPECIES_PREFERRED;
+    private static final int LANES = SPECIES.length();
     private final Linear gateProj;
     private final Linear upProj;
     private final Linear downProj;
@@ -37,8 +42,13 @@ public final class SwiGluMlp implements Layer {
         float[] u = up.output();
         float[] h = new float[g.length];
         Parallel.forBlocks(h.length, 4096, (from, to) -> {
-            for (int i = from; i < to; i++) {
-                h[i] = silu(g[i]) * u[i];
+            int i = from;
+            for (; i <= to - LANES; i += LANES) {
+                FloatVector gv = FloatVector.fromArray(SPECIES, g, i);
+                gv.mul(ExpKernels.sigmoid(gv)).mul(FloatVector.fromArray(SPECIES, u, i)).intoArray(h, i);
+            }
+            for (; i < to; i++) {
+                h[i] = g[i] * ExpKernels.sigmoid(g[i]) * u[i];
             }
         });
         return new Saved(gate, up, downProj.forward(h, tokens));
@@ -51,8 +61,17 @@ public final class SwiGluMlp implements Layer {
         float[] dg = new float[g.length];
         float[] du = new float[g.length];
         Parallel.forBlocks(g.length, 4096, (from, to) -> {
-            for (int i = from; i < to; i++) {
-                float s = sigmoid(g[i]);
+            int i = from;
+            for (; i <= to - LANES; i += LANES) {
+                FloatVector gv = FloatVector.fromArray(SPECIES, g, i);
+                FloatVector dhv = FloatVector.fromArray(SPECIES, dh, i);
+                FloatVector s = ExpKernels.sigmoid(gv);
+                dhv.mul(gv).mul(s).intoArray(du, i);
+                FloatVector slope = gv.mul(s.neg().add(1f)).add(1f);
+                dhv.mul(FloatVector.fromArray(SPECIES, u, i)).mul(s).mul(slope).intoArray(dg, i);
+            }
+            for (; i < to; i++) {
+                float s = ExpKernels.sigmoid(g[i]);
                 du[i] = dh[i] * g[i] * s;
                 dg[i] = dh[i] * u[i] * s * (1f + g[i] * (1f - s));
             }
@@ -65,11 +84,4 @@ public final class SwiGluMlp implements Layer {
         return dx;
     }
 
-    private static float sigmoid(float z) {
-        return (float) (1.0 / (1.0 + Math.exp(-z)));
-    }
-
-    private static float silu(float z) {
-        return z * sigmoid(z);
-    }
 }

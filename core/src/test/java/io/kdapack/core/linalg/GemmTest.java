@@ -82,6 +82,30 @@ class GemmTest {
         }
     }
 
+    /** The parallel path packs B once and shares it: transposes, offsets, beta and edge tiles must not matter. */
+    @Test
+    void parallelMatchesSingleThreadedBitwiseForEveryTransposeWithOffsetsAndBeta() {
+        Random random = new Random(4);
+        int m = 131, n = 45, k = 530;
+        for (int variant = 0; variant < 4; variant++) {
+            boolean ta = (variant & 1) != 0;
+            boolean tb = (variant & 2) != 0;
+            int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 3;
+            float[] a = random(random, 3 + (ta ? k : m) * lda);
+            float[] b = random(random, 1 + (tb ? n : k) * ldb);
+            float[] c = random(random, 2 + m * ldc);
+            float[] single = c.clone();
+            Gemm.sgemm(ta, tb, m, n, k, 0.5f, a, 3, lda, b, 1, ldb, 0.25f, single, 2, ldc);
+            for (int threads : new int[] {2, 3}) {
+                ForkJoinPool pool = new ForkJoinPool(threads);
+                float[] parallel = c.clone();
+                Gemm.parallelSgemm(pool, ta, tb, m, n, k, 0.5f, a, 3, lda, b, 1, ldb, 0.25f, parallel, 2, ldc);
+                pool.shutdown();
+                assertArrayEquals(single, parallel, "transA=" + ta + " transB=" + tb + " threads=" + threads);
+            }
+        }
+    }
+
     @Test
     void rejectsArraysTooSmallForTheShape() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
