@@ -1,0 +1,126 @@
+package io.kdapack.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.training.StepResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Jobs run through the HTTP server with the real training loop on the shipped dataset: losses bit-identical to the
+ * direct loop, a failing stage fails only its own job, a stopped job resumes bit-identically after a restart.
+ */
+class ServerTrainingTest {
+    private static final Path MQAR = TrainingServer.repositoryRoot().resolve("datasets/mqar");
+
+    @TempDir
+    Path temp;
+
+    @Test
+    void jobOverHttpGivesTheDirectLoopsLossesBitForBit() throws Exception {
+        int steps = 4;
+        Map<String, Object> config = TrainingServer.tinyConfig(steps, "mqar/mqar-train");
+        List<StepResult> direct = TrainingServer.trainDirectly(config, MQAR.resolve("mqar-train"), temp.resolve("direct"));
+        try (TrainingServer server = new TrainingServer(MQAR.getParent(), temp.resolve("jobs"))) {
+            String id = server.startJob(config);
+            TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
+            assertEquals("succeeded", events.end());
+            assertSameSteps(direct, 0, events.steps());
+            JsonNode status = server.status(id);
+            assertEquals("succeeded", status.path("state").asText(), status.toString());
+            assertEquals(steps, status.path("step").asLong());
+        }
+        assertTrue(Files.isDirectory(temp.resolve("jobs")), "the job directory holds the job's record");
+    }
+
+    @Test
+    void aCorruptDatasetFailsItsJobVisiblyWhileAnotherJobFinishes() throws Exception {
+        Path data = Files.createDirectories(temp.resolve("data"));
+        for (String ext : new String[] {".bin", ".idx"}) {
+            Files.copy(MQAR.resolve("mqar-train" + ext), data.resolve("good" + ext));
+            Files.write(data.resolve("corrupt" + ext), "this is not a Megatron dataset".getBytes());
+        }
+        int steps = 2;
+        List<StepResult> direct = TrainingServer.trainDirectly(TrainingServer.tinyConfig(steps, "good"),
+                data.resolve("good"), temp.resolve("direct"));
+        try (TrainingServer server = new TrainingServer(data, temp.resolve("jobs"))) {
+            String bad = server.startJob(TrainingServer.tinyConfig(steps, "corrupt"));
+            String good = server.startJob(TrainingServer.tinyConfig(steps, "good"));
+            CompletableFuture<TrainingServer.Events> goodEvents = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return server.follow(good, Integer.MAX_VALUE);
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            TrainingServer.Events badEvents = server.follow(bad, Integer.MAX_VALUE);
+            assertEquals("failed", badEvents.end());
+            JsonNode status = server.status(bad);
+            assertEquals("failed", status.path("state").asText(), status.toString());
+            String error = status.path("error").asText();
+            assertTrue(error.contains("stage failed") && error.contains("corrupt"), "error names the stage and the file: "
+                    + error);
+            TrainingServer.Events finished = goodEvents.get(TrainingServer.WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertEquals("succeeded", finished.end());
+            assertSameSteps(direct, 0, finished.steps());
+            assertEquals(200, server.send(server.request("/healthz").build()).statusCode());
+        }
+    }
+
+    @Test
+    void aJobStoppedByShutdownResumesAfterRestartBitForBit() throws Exception {
+        int steps = 8;
+        Map<String, Object> config = TrainingServer.tinyConfig(steps, "mqar/mqar-train");
+        List<StepResult> direct = TrainingServer.trainDirectly(config, MQAR.resolve("mqar-train"), temp.resolve("direct"));
+        Path jobs = temp.resolve("jobs");
+        String id;
+        try (TrainingServer server = new TrainingServer(MQAR.getParent(), jobs)) {
+            id = server.startJob(config);
+            assertEquals(3, server.follow(id, 3).steps().size());
+        } // close = SIGTERM: finishes the step in progress, checkpoints, stops
+        try (TrainingServer server = new TrainingServer(MQAR.getParent(), jobs)) {
+            JsonNode listing = TrainingServer.JSON.readTree(server.send(server.request("/v1/jobs").build()).body());
+            assertTrue(listing.toString().contains(id), "the restarted server lists the unfinished job: " + listing);
+            var resumed = server.send(server.request("/v1/jobs/" + id + "/resume")
+                    .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build());
+            assertTrue(resumed.statusCode() / 100 == 2, resumed.body());
+            TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
+            assertEquals("succeeded", events.end());
+            long first = events.steps().get(0).path("step").asLong();
+            assertTrue(first >= 4 && first <= steps, "the run resumed after step 3, at step " + first);
+            assertSameSteps(direct, (int) first - 1, events.steps());
+            assertEquals(steps, events.steps().get(events.steps().size() - 1).path("step").asLong());
+        }
+        try (var entries = Files.list(jobs.resolve(id).resolve("checkpoints"))) {
+            assertTrue(entries.map(p -> p.getFileName().toString())
+                    .allMatch(n -> n.matches("step-\\d{8}") || n.equals("latest")), "no half-written checkpoint left");
+        }
+    }
+
+    /** Step events {@code events} are the direct run's steps from index {@code from}: loss, MTP loss, norm, lr bit for bit. */
+    private static void assertSameSteps(List<StepResult> direct, int from, List<JsonNode> events) {
+        assertEquals(direct.size() - from, events.size(), "one event per step");
+        for (int i = 0; i < events.size(); i++) {
+            StepResult expected = direct.get(from + i);
+            JsonNode event = events.get(i);
+            assertEquals(expected.step(), event.path("step").asLong());
+            // Exact: the server runs the same code in the same order; JSON doubles round-trip exactly.
+            assertEquals(Double.doubleToLongBits(expected.loss()), Double.doubleToLongBits(event.path("loss").asDouble()),
+                    "loss of step " + expected.step() + ": direct " + expected.loss() + ", server " + event.path("loss"));
+            assertEquals(Double.doubleToLongBits(expected.mtpLoss()),
+                    Double.doubleToLongBits(event.path("mtp_loss").asDouble()), "MTP loss of step " + expected.step());
+            assertEquals(Double.doubleToLongBits(expected.gradNorm()),
+                    Double.doubleToLongBits(event.path("grad_norm").asDouble()), "grad norm of step " + expected.step());
+            assertEquals(Double.doubleToLongBits(expected.lr()), Double.doubleToLongBits(event.path("lr").asDouble()),
+                    "lr of step " + expected.step());
+        }
+    }
+}
