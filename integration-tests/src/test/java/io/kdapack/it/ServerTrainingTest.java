@@ -105,6 +105,37 @@ class ServerTrainingTest {
         }
     }
 
+    @Test
+    void aServerKilledMidJobRestartsAndTheJobResumesBitForBit() throws Exception {
+        int steps = 8;
+        Map<String, Object> config = TrainingServer.tinyConfig(steps, "mqar/mqar-train");
+        List<StepResult> direct = TrainingServer.trainDirectly(config, MQAR.resolve("mqar-train"), temp.resolve("direct"));
+        Path dir = Files.createDirectories(temp.resolve("forked"));
+        String id;
+        try (ForkedServer forked = new ForkedServer(dir, MQAR.getParent())) {
+            TrainingServer client = new TrainingServer(forked.port());
+            id = client.startJob(config);
+            assertEquals(3, client.follow(id, 3).steps().size());
+            forked.kill(); // mid-job: no shutdown hook, maybe mid-checkpoint
+        }
+        Path checkpoints = dir.resolve("jobs").resolve(id).resolve("checkpoints");
+        try (TrainingServer server = new TrainingServer(MQAR.getParent(), dir.resolve("jobs"))) {
+            var resumed = server.send(server.request("/v1/jobs/" + id + "/resume")
+                    .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build());
+            assertTrue(resumed.statusCode() / 100 == 2, resumed.body());
+            TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
+            assertEquals("succeeded", events.end());
+            long first = events.steps().get(0).path("step").asLong();
+            // Checkpoints come every 2 steps; at least step 2 was complete when step 3 was reported.
+            assertTrue(first >= 3 && first % 2 == 1, "resumed after a complete checkpoint, at step " + first);
+            assertSameSteps(direct, (int) first - 1, events.steps());
+        }
+        try (var entries = Files.list(checkpoints)) {
+            assertTrue(entries.map(p -> p.getFileName().toString())
+                    .allMatch(n -> n.matches("step-\\d{8}") || n.equals("latest")), "no half-written checkpoint left");
+        }
+    }
+
     /** Step events {@code events} are the direct run's steps from index {@code from}: loss, MTP loss, norm, lr bit for bit. */
     private static void assertSameSteps(List<StepResult> direct, int from, List<JsonNode> events) {
         assertEquals(direct.size() - from, events.size(), "one event per step");

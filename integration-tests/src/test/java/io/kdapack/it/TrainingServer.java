@@ -35,7 +35,7 @@ final class TrainingServer implements AutoCloseable {
     static final Duration WAIT = Duration.ofSeconds(60);
     static final ObjectMapper JSON = new ObjectMapper();
 
-    private final KdapackServer server;
+    private final KdapackServer server; // null for a client of a server in another process
     private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(WAIT).build();
     private final URI base;
@@ -48,6 +48,12 @@ final class TrainingServer implements AutoCloseable {
         server = KdapackServer.start(settings, TOKEN,
                 new TrainingJobFactory(new DataRoot(dataRoot), jobsDir, HybridModels.FACTORY));
         base = URI.create("http://127.0.0.1:" + server.address().getPort());
+    }
+
+    /** A client of a server listening on {@code port} of the loopback interface (another process). */
+    TrainingServer(int port) {
+        server = null;
+        base = URI.create("http://127.0.0.1:" + port);
     }
 
     /** The repository root: Maven runs a module's tests in the module directory. */
@@ -148,6 +154,8 @@ final class TrainingServer implements AutoCloseable {
 
     @Override
     public void close() {
-        server.close();
+        if (server != null) {
+            server.close();
+        }
     }
 }
