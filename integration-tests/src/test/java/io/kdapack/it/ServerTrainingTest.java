@@ -4,13 +4,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.config.ConfigLoader;
+import io.kdapack.core.model.MicroBatch;
+import io.kdapack.training.HybridModels;
+import io.kdapack.training.MicroBatchAssembler;
 import io.kdapack.training.StepResult;
+import io.kdapack.training.Trainer;
+import java.net.http.HttpRequest;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,6 +48,60 @@ class ServerTrainingTest {
             assertEquals(steps, status.path("step").asLong());
         }
         assertTrue(Files.isDirectory(temp.resolve("jobs")), "the job directory holds the job's record");
+    }
+
+    @Test
+    void aPackedBatchIsScoredOnARunningJobsWeights() throws Exception {
+        Map<String, Object> config = TrainingServer.tinyConfig(500, "mqar/mqar-train");
+        MicroBatch batch;
+        try (Trainer direct = Trainer.create(ConfigLoader.fromDocument(config), HybridModels.FACTORY,
+                MQAR.resolve("mqar-train"), temp.resolve("direct"))) {
+            batch = direct.microBatches(1).get(0);
+        }
+        try (TrainingServer server = new TrainingServer(MQAR.getParent(), temp.resolve("jobs"))) {
+            String id = server.startJob(config);
+            assertEquals(1, server.follow(id, 1).steps().size());
+            Map<String, Object> request = new LinkedHashMap<>();
+            request.put("job", id);
+            request.put("tokens", rows(batch, i -> batch.tokens()[i]));
+            request.put("labels", rows(batch, i -> batch.labels()[i]));
+            request.put("loss_mask", rows(batch, i -> batch.lossMask()[i]));
+            request.put("segment_ids", rows(batch, i -> batch.segmentIds()[i]));
+            request.put("position_ids", rows(batch, i -> batch.positionIds()[i]));
+            var response = server.send(server.request("/v1/steps").header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(TrainingServer.JSON.writeValueAsString(request))).build());
+            assertEquals(200, response.statusCode(), response.body());
+            JsonNode loss = TrainingServer.JSON.readTree(response.body());
+            assertEquals(batch.lossTokens(), loss.path("count").asLong());
+            double total = loss.path("loss").asDouble();
+            assertTrue(Double.isFinite(total) && total > 0, "a positive cross-entropy: " + total);
+            JsonNode segments = loss.path("segments");
+            assertEquals(MicroBatchAssembler.segmentCount(batch), segments.size(), "one loss per segment");
+            long count = 0;
+            double sum = 0;
+            for (JsonNode segment : segments) {
+                count += segment.path("count").asLong();
+                sum += segment.path("loss").asDouble() * segment.path("count").asLong();
+            }
+            assertEquals(batch.lossTokens(), count, "the segments' counts add up to the batch's");
+            // Same token losses summed per segment instead of at once: only rounding differs (~1e-15 relative).
+            assertEquals(total * batch.lossTokens(), sum, 1e-9 * Math.abs(sum), "the segments' sums add up");
+            int cancelled = server.send(server.request("/v1/jobs/" + id).DELETE().build()).statusCode();
+            assertTrue(cancelled / 100 == 2, "cancelled: " + cancelled);
+        }
+    }
+
+    /** A {@code [B·T]} array as JSON rows {@code [B][T]}. */
+    private static List<List<Number>> rows(MicroBatch batch, IntFunction<Number> value) {
+        List<List<Number>> rows = new ArrayList<>();
+        for (int b = 0; b < batch.rows(); b++) {
+            List<Number> row = new ArrayList<>();
+            for (int t = 0; t < batch.length(); t++) {
+                row.add(value.apply(b * batch.length() + t));
+            }
+            rows.add(row);
+        }
+        return rows;
     }
 
     @Test

@@ -10,6 +10,7 @@ import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.core.optim.TrainingOptimizer;
 import io.kdapack.training.GradientAccumulation;
+import io.kdapack.training.MicroBatchAssembler;
 import io.kdapack.training.Trainer;
 import java.util.ArrayList;
 import java.util.List;
@@ -63,11 +64,13 @@ final class TrainerCompute implements StepCompute {
         return new OptimizerUpdate(update.gradNorm(), update.lr());
     }
 
+    /** The batch's loss under the current weights; without MTP targets they are rolled from its labels, as in training. */
     @Override
-    public BatchLoss evaluate(MicroBatch batch) {
-        if (batch.mtpLabels() == null && trainer.model().mtpDepth() > 0) {
-            throw new IllegalArgumentException("the job's model has an MTP head; the batch needs its MTP targets");
-        }
+    public BatchLoss evaluate(MicroBatch request) {
+        int mtpDepth = trainer.model().mtpDepth();
+        MicroBatch batch = request.mtpLabels() != null || mtpDepth == 0 ? request
+                : MicroBatchAssembler.of(request.rows(), request.length(), request.tokens(), request.labels(),
+                        request.lossMask(), request.positionIds(), request.segmentIds(), mtpDepth);
         LanguageModel.Output output = trainer.evaluate(batch);
         return new BatchLoss(new LossReport(output.lossSum(), output.lossCount()), segmentLosses(batch, output));
     }
