@@ -39,7 +39,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code kdapack bench server}: the cost of the actor pipeline and of event streaming. Trains the same configuration
- * three times in this JVM, one after the other: directly ({@link Trainer}, as {@code kdapack train}), as a job of an
+ * three times in this JVM (after one untimed direct run that warms the JIT up), one after the other: directly ({@link Trainer}, as {@code kdapack train}), as a job of an
  * in-process server on a loopback port with no event subscriber, and with {@code --subscribers} SSE clients following
  * it. Steps/s of a job come from its own started/finished times (setup included, as in the direct run's). Prints one
  * JSON object with the overhead ratios ({@code direct steps/s ÷ server steps/s − 1}).
@@ -72,6 +72,7 @@ final class ServerBenchCommand implements Callable<Integer> {
         KdapackConfig run = ConfigLoader.fromDocument(document);
         Path work = Files.createTempDirectory("kdapack-bench-server");
         try {
+            direct(run, dataset, work.resolve("warm-up")); // JIT warm-up of the whole loop, not reported
             double direct = direct(run, dataset, work.resolve("direct"));
             double quiet;
             double streamed;
