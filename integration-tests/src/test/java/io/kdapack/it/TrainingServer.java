@@ -73,6 +73,11 @@ final class TrainingServer implements AutoCloseable {
      * micro-batches of B = 2 samples of L = 32 tokens, one thread, a checkpoint every 2 steps, on {@code prefix}.
      */
     static Map<String, Object> tinyConfig(int steps, String prefix) {
+        return tinyConfig(steps, prefix, false);
+    }
+
+    /** As {@link #tinyConfig(int, String)}, with {@code train.calculate_per_token_loss = perTokenLoss}. */
+    static Map<String, Object> tinyConfig(int steps, String prefix, boolean perTokenLoss) {
         return Map.of(
                 "model", Map.of("hidden_size", 32, "num_layers", 2, "full_attention_interval", 2,
                         "intermediate_size", 64,
@@ -82,7 +87,7 @@ final class TrainingServer implements AutoCloseable {
                 "train", Map.of("seed", 5, "steps", steps, "micro_batch_size", 2, "num_microbatches", 2,
                         "seq_length", 32, "threads", 1, "checkpoint", Map.of("interval", 2),
                         "optimizer", Map.of("lr", 0.01, "warmup_steps", 1),
-                        "data", Map.of("prefix", prefix)));
+                        "calculate_per_token_loss", perTokenLoss, "data", Map.of("prefix", prefix)));
     }
 
     /** The same configuration trained directly ({@code kdapack train}'s loop), all steps. */
