@@ -30,22 +30,36 @@ import org.junit.jupiter.api.io.TempDir;
 class ServerTrainingTest {
     private static final Path MQAR = TrainingServer.repositoryRoot().resolve("datasets/mqar");
 
+    /** The shared job of three tests: 6 steps, checkpoints every 2. */
+    private static final int STEPS = 6;
+    private static final Map<String, Object> CONFIG = TrainingServer.tinyConfig(STEPS, "mqar/mqar-train");
+    private static List<StepResult> direct;
+
     @TempDir
     Path temp;
 
+    /** The direct loop's steps of {@link #CONFIG}, computed once for the class. */
+    private static synchronized List<StepResult> direct() throws Exception {
+        if (direct == null) {
+            Path checkpoints = Files.createTempDirectory("kdapack-it-direct");
+            direct = TrainingServer.trainDirectly(CONFIG, MQAR.resolve("mqar-train"), checkpoints);
+            try (var files = Files.walk(checkpoints)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
+        }
+        return direct;
+    }
+
     @Test
     void jobOverHttpGivesTheDirectLoopsLossesBitForBit() throws Exception {
-        int steps = 4;
-        Map<String, Object> config = TrainingServer.tinyConfig(steps, "mqar/mqar-train");
-        List<StepResult> direct = TrainingServer.trainDirectly(config, MQAR.resolve("mqar-train"), temp.resolve("direct"));
         try (TrainingServer server = new TrainingServer(MQAR.getParent(), temp.resolve("jobs"))) {
-            String id = server.startJob(config);
+            String id = server.startJob(CONFIG);
             TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
             assertEquals("succeeded", events.end());
-            assertSameSteps(direct, 0, events.steps());
+            assertSameSteps(direct(), 0, events.steps());
             JsonNode status = server.status(id);
             assertEquals("succeeded", status.path("state").asText(), status.toString());
-            assertEquals(steps, status.path("step").asLong());
+            assertEquals(STEPS, status.path("step").asLong());
         }
         assertTrue(Files.isDirectory(temp.resolve("jobs")), "the job directory holds the job's record");
     }
@@ -141,14 +155,14 @@ class ServerTrainingTest {
 
     @Test
     void aJobStoppedByShutdownResumesAfterRestartBitForBit() throws Exception {
-        int steps = 8;
-        Map<String, Object> config = TrainingServer.tinyConfig(steps, "mqar/mqar-train");
-        List<StepResult> direct = TrainingServer.trainDirectly(config, MQAR.resolve("mqar-train"), temp.resolve("direct"));
+        int steps = STEPS;
+        Map<String, Object> config = CONFIG;
+        List<StepResult> direct = direct();
         Path jobs = temp.resolve("jobs");
         String id;
         try (TrainingServer server = new TrainingServer(MQAR.getParent(), jobs)) {
             id = server.startJob(config);
-            assertEquals(3, server.follow(id, 3).steps().size());
+            assertEquals(1, server.follow(id, 1).steps().size());
         } // close = SIGTERM: finishes the step in progress, checkpoints, stops
         try (TrainingServer server = new TrainingServer(MQAR.getParent(), jobs)) {
             JsonNode listing = TrainingServer.JSON.readTree(server.send(server.request("/v1/jobs").build()).body());
@@ -159,7 +173,7 @@ class ServerTrainingTest {
             TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
             assertEquals("succeeded", events.end());
             long first = events.steps().get(0).path("step").asLong();
-            assertTrue(first >= 4 && first <= steps, "the run resumed after step 3, at step " + first);
+            assertTrue(first >= 2 && first <= steps, "the run resumed after step 1, at step " + first);
             assertSameSteps(direct, (int) first - 1, events.steps());
             assertEquals(steps, events.steps().get(events.steps().size() - 1).path("step").asLong());
         }
@@ -171,9 +185,9 @@ class ServerTrainingTest {
 
     @Test
     void aServerKilledMidJobRestartsAndTheJobResumesBitForBit() throws Exception {
-        int steps = 8;
-        Map<String, Object> config = TrainingServer.tinyConfig(steps, "mqar/mqar-train");
-        List<StepResult> direct = TrainingServer.trainDirectly(config, MQAR.resolve("mqar-train"), temp.resolve("direct"));
+        int steps = STEPS;
+        Map<String, Object> config = CONFIG;
+        List<StepResult> direct = direct();
         Path dir = Files.createDirectories(temp.resolve("forked"));
         String id;
         try (ForkedServer forked = new ForkedServer(dir, MQAR.getParent())) {
