@@ -15,17 +15,26 @@ import jdk.incubator.vector.VectorSpecies;
  * exponents ≤ 0 (sums of gates between the rows), and the block is a matrix product
  * {@code (x ⊙ exp(Γ − Γ_a)) · (y ⊙ exp(Γ_a − Γ))ᵀ}. Backward uses
  * {@code dx_r = Σ_c dM[r,c] y_c ⊙ exp(Γ_r − Γ_c)}, {@code dy_c = Σ_r dM[r,c] x_r ⊙ exp(Γ_r − Γ_c)},
- * {@code dΓ_r += x_r ⊙ dx_r}, {@code dΓ_c −= y_c ⊙ dy_c}; the anchor cancels out of all of them.
+ * {@code dΓ_r += x_r ⊙ dx_r}, {@code dΓ_c −= y_c ⊙ dy_c}; the anchor cancels out of all of them. When the
+ * decay inside a block stays within {@link #FACTOR_RANGE}, its diagonal block uses the same anchor (column
+ * factors {@code exp(Γ_a − Γ_c) ≥ 1}, still finite) and joins the product, masked to its lower triangle, so
+ * the pair-by-pair exponentials are only paid for strongly decaying blocks.
  */
 final class PairwiseDecay {
 
     static final int BLOCK = 16;
+    /**
+     * The largest {@code |Γ_r − Γ_a|} inside a block for which the diagonal block is factored: {@code exp(±80)}
+     * stays a normal float (the range ends near ±87.3), so both factors keep full relative precision.
+     */
+    static final float FACTOR_RANGE = 80f;
     private static final VectorSpecies<Float> SPECIES = ChunkMath.SPECIES;
     private static final int LANES = SPECIES.length();
     private static final int SIZE = KdaChunk.SIZE;
 
     private final int kd;
     private final float[] run;
+    private final float[] negatedRun;
     private final float[] rowDecay;
     private final float[] colDecay;
     private final float[] qRow;
@@ -40,6 +49,7 @@ final class PairwiseDecay {
     PairwiseDecay(int keyDim) {
         kd = keyDim;
         run = new float[kd];
+        negatedRun = new float[kd];
         rowDecay = new float[BLOCK * kd];
         colDecay = new float[SIZE * kd];
         qRow = new float[BLOCK * kd];
@@ -59,13 +69,32 @@ final class PairwiseDecay {
     void forward(float[] q, float[] k, float[] g, int first, int len, float[] aQK, float[] pKK) {
         for (int a = 0; a < len; a += BLOCK) {
             int b = Math.min(BLOCK, len - a);
-            for (int r = a; r < a + b; r++) {
-                diagonalRowForward(q, k, g, first, a, r, aQK, pKK);
+            boolean factored = anchorFactors(q, k, g, first, a, b);
+            if (!factored) {
+                for (int r = a; r < a + b; r++) {
+                    diagonalRowForward(q, k, g, first, a, r, aQK, pKK);
+                }
             }
-            if (a > 0) {
-                anchorFactors(q, k, g, first, a, b);
-                ChunkMath.matmulTransB(b, a, kd, 1f, qRow, 0, kd, kCol, 0, kd, 0f, aQK, a * SIZE, SIZE, transposed);
-                ChunkMath.matmulTransB(b, a, kd, 1f, kRow, 0, kd, kCol, 0, kd, 0f, pKK, a * SIZE, SIZE, transposed);
+            int cols = factored ? a + b : a;
+            if (cols > 0) {
+                transpose(kCol, cols, kd, transposed);
+                ChunkMath.matmul(false, b, cols, kd, 1f, qRow, 0, kd, transposed, 0, cols, 0f, aQK, a * SIZE, SIZE);
+                ChunkMath.matmul(false, b, cols, kd, 1f, kRow, 0, kd, transposed, 0, cols, 0f, pKK, a * SIZE, SIZE);
+            }
+            if (factored) {
+                for (int r = a; r < a + b; r++) {
+                    Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
+                    Arrays.fill(pKK, r * SIZE + r, r * SIZE + a + b, 0f);
+                }
+            }
+        }
+    }
+
+    /** {@code out[d·rows + c] = m[c·cols + d]}: the {@code [rows, cols]} block {@code m} transposed. */
+    private static void transpose(float[] m, int rows, int cols, float[] out) {
+        for (int c = 0; c < rows; c++) {
+            for (int d = 0; d < cols; d++) {
+                out[d * rows + c] = m[c * cols + d];
             }
         }
     }
@@ -78,16 +107,25 @@ final class PairwiseDecay {
                   float[] dq, float[] dk, float[] dGamma) {
         for (int a = 0; a < len; a += BLOCK) {
             int b = Math.min(BLOCK, len - a);
-            for (int r = a; r < a + b; r++) {
-                diagonalRowBackward(q, k, g, first, a, r, dAQK, dP, dq, dk, dGamma);
+            boolean factored = anchorFactors(q, k, g, first, a, b);
+            if (factored) {
+                // The diagonal block joins the products: only its lower triangle may contribute.
+                for (int r = a; r < a + b; r++) {
+                    Arrays.fill(dAQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
+                    Arrays.fill(dP, r * SIZE + r, r * SIZE + a + b, 0f);
+                }
+            } else {
+                for (int r = a; r < a + b; r++) {
+                    diagonalRowBackward(q, k, g, first, a, r, dAQK, dP, dq, dk, dGamma);
+                }
             }
-            if (a > 0) {
-                anchorFactors(q, k, g, first, a, b);
-                // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (columns before it).
-                ChunkMath.matmul(false, b, kd, a, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
-                ChunkMath.matmul(false, b, kd, a, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
-                ChunkMath.matmul(true, a, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
-                ChunkMath.matmul(true, a, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
+            int cols = factored ? a + b : a;
+            if (cols > 0) {
+                // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (the columns).
+                ChunkMath.matmul(false, b, kd, cols, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
+                ChunkMath.matmul(false, b, kd, cols, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
+                ChunkMath.matmul(true, cols, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
+                ChunkMath.matmul(true, cols, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
                 for (int r = 0; r < b; r++) {
                     int row = (first + a + r) * kd;
                     for (int i = 0; i < kd; i++) {
@@ -98,7 +136,7 @@ final class PairwiseDecay {
                         dGamma[(a + r) * kd + i] += q[row + i] * dxq + k[row + i] * dxk;
                     }
                 }
-                for (int c = 0; c < a; c++) {
+                for (int c = 0; c < cols; c++) {
                     int col = (first + c) * kd;
                     for (int i = 0; i < kd; i++) {
                         float dy = dkCol[c * kd + i] * colDecay[c * kd + i];
@@ -113,9 +151,14 @@ final class PairwiseDecay {
     /**
      * For the block of {@code b} rows at {@code a}: {@code rowDecay_r = exp(Γ_r − Γ_a)}, {@code qRow}, {@code kRow}
      * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c < a}, {@code kCol} = k times it.
+     * When every {@code |Γ_r − Γ_a|} of the block is at most {@value #FACTOR_RANGE} (returns true), the
+     * columns of the block itself follow too ({@code colDecay_c = exp(Γ_a − Γ_c) ≥ 1} for {@code c ≥ a}, no
+     * overflow and no underflow), so the diagonal block factors like the others; otherwise (strong decay,
+     * returns false) it is left to the pairwise running sums.
      */
-    private void anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b) {
+    private boolean anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b) {
         Arrays.fill(run, 0f);
+        boolean factored = true;
         for (int r = 0; r < b; r++) {
             int row = (first + a + r) * kd;
             if (r > 0) {
@@ -124,6 +167,14 @@ final class PairwiseDecay {
             ChunkMath.exp(kd, run, 0, rowDecay, r * kd);
             ChunkMath.multiply(kd, q, row, rowDecay, r * kd, qRow, r * kd);
             ChunkMath.multiply(kd, k, row, rowDecay, r * kd, kRow, r * kd);
+            factored = factored && withinFactorRange(run);
+            if (factored) {
+                for (int i = 0; i < kd; i++) {
+                    negatedRun[i] = -run[i];
+                }
+                ChunkMath.exp(kd, negatedRun, 0, colDecay, (a + r) * kd);
+                ChunkMath.multiply(kd, k, row, colDecay, (a + r) * kd, kCol, (a + r) * kd);
+            }
         }
         Arrays.fill(run, 0f);
         for (int c = a - 1; c >= 0; c--) {
@@ -131,6 +182,17 @@ final class PairwiseDecay {
             ChunkMath.exp(kd, run, 0, colDecay, c * kd);
             ChunkMath.multiply(kd, k, (first + c) * kd, colDecay, c * kd, kCol, c * kd);
         }
+        return factored;
+    }
+
+    /** Whether every entry of {@code run} lies in {@code [−FACTOR_RANGE, FACTOR_RANGE]} (false for NaN). */
+    private boolean withinFactorRange(float[] run) {
+        for (int i = 0; i < kd; i++) {
+            if (!(Math.abs(run[i]) <= FACTOR_RANGE)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Row r of the diagonal block at a: the decay summed from r down to each column c ≥ a. */

@@ -24,9 +24,9 @@ import java.util.List;
  * MTP (depth 1): y = mtp.0(embed_tokens(labels), h);  mtp_loss = Σ_t w_mtp · mtp_mask_t · ce(lm_head(y)_t, mtp_labels_t)
  * </pre>
  *
- * Full attention sees the documents of the segment ids (block-diagonal causal mask) at the micro-batch's positions.
- * KDA and its short convolutions restart at every document when {@code isolation} is on; with it off, each row is
- * one sequence (what a model without boundary resets computes). Parallel work runs in the caller's fork-join pool
+ * With {@code isolation} on, full attention sees the documents of the segment ids (block-diagonal causal mask) at
+ * the micro-batch's positions and KDA and its short convolutions restart at every document; with it off, each row
+ * is one sequence for every layer (what a model packed without document isolation computes). Parallel work runs in the caller's fork-join pool
  * (or the common pool) and the KDA backend's own threads; every result is bitwise the same whatever their size.
  */
 public final class HybridModel implements LanguageModel {
@@ -43,7 +43,7 @@ public final class HybridModel implements LanguageModel {
     /**
      * A model with every projection zero and norms one: call {@link #initialize(long)} or {@link #load(SafeTensors)}.
      *
-     * @param isolation reset KDA and the short convolutions at document boundaries (true), or only at row starts
+     * @param isolation isolate documents (true), or treat each row as one sequence in every layer
      */
     public HybridModel(ModelConfig config, KdaBackend backend, boolean isolation) {
         validate(config);

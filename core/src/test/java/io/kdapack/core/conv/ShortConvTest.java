@@ -176,7 +176,7 @@ class ShortConvTest {
                 () -> new ShortConvInputs(two, 2, 4, x, w, new float[3], null, Activation.SILU));
         assertMessage("initialState has 8 values, expected 16 for shape [N,D,W] = [2,2,4]",
                 () -> new ShortConvInputs(two, 2, 4, x, w, null, new float[8], Activation.SILU));
-        assertMessage("segment 1 = [1, 5) must satisfy 2 <= start <= end <= T = 5",
+        assertMessage("segment 1 = [1, 5) must satisfy 2 <= start <= end <= tokens = 5",
                 () -> new Segments(5, new int[] {0, 1}, new int[] {2, 5}));
         ShortConvInputs ok = new ShortConvInputs(two, 2, 4, x, w, null, null, Activation.SILU);
         assertMessage("dy has 4 values, expected 10 for shape [T,D] = [5,2]",
