@@ -19,14 +19,17 @@ import java.util.List;
  */
 public final class GradientAccumulation {
     private final LossScaling scaling;
+    private final long[] counts;
     private final long[] mtpCounts;
     private final int mtpDepth;
     private final double mtpLossFactor;
     private final List<LossReport> main = new ArrayList<>();
     private final List<LossReport> mtp = new ArrayList<>();
 
-    private GradientAccumulation(LossScaling scaling, long[] mtpCounts, int mtpDepth, double mtpLossFactor) {
+    private GradientAccumulation(LossScaling scaling, long[] counts, long[] mtpCounts, int mtpDepth,
+                                 double mtpLossFactor) {
         this.scaling = scaling;
+        this.counts = counts;
         this.mtpCounts = mtpCounts;
         this.mtpDepth = mtpDepth;
         this.mtpLossFactor = mtpLossFactor;
@@ -43,7 +46,7 @@ public final class GradientAccumulation {
         }
         long[] counts = batches.stream().mapToLong(MicroBatch::lossTokens).toArray();
         long[] mtpCounts = batches.stream().mapToLong(MicroBatch::mtpLossTokens).toArray();
-        return new GradientAccumulation(LossScaling.of(mode, counts), mtpCounts, mtpDepth, mtpLossFactor);
+        return new GradientAccumulation(LossScaling.of(mode, counts), counts, mtpCounts, mtpDepth, mtpLossFactor);
     }
 
     /** M. */
@@ -55,6 +58,21 @@ public final class GradientAccumulation {
     public LanguageModel.LossWeights weights(int m) {
         double mtpWeight = mtpDepth > 0 ? scaling.mtpTokenWeight(m, mtpCounts[m], mtpLossFactor, mtpDepth) : 0;
         return new LanguageModel.LossWeights(scaling.tokenWeight(m), mtpWeight);
+    }
+
+    /**
+     * Checks that {@code batch} has the loss tokens micro-batch {@code m}'s weights were fixed for (a batch that reached
+     * the model through another path than the one the weights were computed from must be the same micro-batch).
+     */
+    public void requireMasks(int m, MicroBatch batch) {
+        if (m < 0 || m >= counts.length) {
+            throw new IllegalArgumentException("micro-batch " + m + " outside [0, " + counts.length + ")");
+        }
+        if (batch.lossTokens() != counts[m] || batch.mtpLossTokens() != mtpCounts[m]) {
+            throw new IllegalArgumentException("micro-batch " + m + " has " + batch.lossTokens() + " (MTP "
+                    + batch.mtpLossTokens() + ") loss tokens, its weights were fixed for " + counts[m] + " (MTP "
+                    + mtpCounts[m] + ")");
+        }
     }
 
     /** Records the output of micro-batch {@code m}; micro-batches must be added in order. */
@@ -85,6 +103,16 @@ public final class GradientAccumulation {
      */
     public Double mtpLoss() {
         return mtpDepth > 0 ? LossScaling.objective(LossMode.PER_MICROBATCH_MEAN, mtp) : null;
+    }
+
+    /** The main loss report of micro-batch {@code m}, once added. */
+    public LossReport mainReport(int m) {
+        return main.get(m);
+    }
+
+    /** The MTP loss report of micro-batch {@code m}, once added; null without MTP. */
+    public LossReport mtpReport(int m) {
+        return mtpDepth > 0 ? mtp.get(m) : null;
     }
 
     /** The main loss's reports, one per micro-batch added. */

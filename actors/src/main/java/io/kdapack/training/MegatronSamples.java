@@ -23,11 +23,13 @@ public final class MegatronSamples {
     private final Path prefix;
     private final GptSampleAssembler assembler;
     private final int seqLength;
+    private final SampleOptions options;
 
-    private MegatronSamples(Path prefix, GptSampleAssembler assembler, int seqLength) {
+    private MegatronSamples(Path prefix, GptSampleAssembler assembler, int seqLength, SampleOptions options) {
         this.prefix = prefix;
         this.assembler = assembler;
         this.seqLength = seqLength;
+        this.options = options;
     }
 
     /**
@@ -55,7 +57,8 @@ public final class MegatronSamples {
         }
         SampleOptions options = new SampleOptions(data.eodId(), data.padId(), data.eodMaskLoss(),
                 data.resetPositionIds(), data.resetAttentionMask(), false);
-        return new MegatronSamples(prefix, new GptSampleAssembler(dataset, indices, seqLength, true, options), seqLength);
+        return new MegatronSamples(prefix, new GptSampleAssembler(dataset, indices, seqLength, true, options), seqLength,
+                options);
     }
 
     public Path prefix() {
@@ -65,6 +68,11 @@ public final class MegatronSamples {
     /** L. */
     public int seqLength() {
         return seqLength;
+    }
+
+    /** How raw samples are split into tokens, labels, masks, positions and segments. */
+    public SampleOptions options() {
+        return options;
     }
 
     /** Samples available (at least the number requested). */

@@ -146,25 +146,69 @@ public final class Trainer implements AutoCloseable {
      *                               left as they were before the step)
      */
     public StepResult train(List<MicroBatch> microBatches) {
-        requireUnfinished();
         long start = System.nanoTime();
-        GradientAccumulation accumulation = GradientAccumulation.of(lossMode, microBatches, model.mtpDepth(),
-                config.model().mtp().lossFactor());
-        parameters.forEach(Parameter::zeroGrad);
+        GradientAccumulation accumulation = beginStep(microBatches);
         long tokens = 0;
         long segments = 0;
         for (int m = 0; m < microBatches.size(); m++) {
             MicroBatch batch = microBatches.get(m);
-            LanguageModel.LossWeights weights = accumulation.weights(m);
-            accumulation.add(m, inPool(() -> model.run(batch, weights)));
+            forwardBackward(accumulation, m, batch);
             tokens += batch.size();
             segments += MicroBatchAssembler.segmentCount(batch);
         }
-        TrainingOptimizer.StepStats update = optimizer.step(parameters);
-        stepsDone++;
+        TrainingOptimizer.StepStats update = finishStep(accumulation);
         double seconds = Math.max((System.nanoTime() - start) / 1e9, 1e-9);
         return new StepResult(stepsDone, accumulation.loss(), accumulation.mtpLoss(), tokens, segments,
                 update.gradNorm(), update.lr(), tokens / seconds);
+    }
+
+    /**
+     * Starts optimizer step {@code stepsDone + 1}: zeroes the gradients and fixes the loss weights of its micro-batches.
+     * {@link #train} is this, {@link #forwardBackward} for each micro-batch in order, then {@link #finishStep}; a
+     * pipeline that receives the micro-batches one at a time calls the three itself.
+     *
+     * @param microBatches the step's M micro-batches; only their loss masks are read (the weights depend on them alone)
+     * @throws IllegalStateException when the run is finished
+     */
+    public GradientAccumulation beginStep(List<MicroBatch> microBatches) {
+        requireUnfinished();
+        GradientAccumulation accumulation = GradientAccumulation.of(lossMode, microBatches, model.mtpDepth(),
+                config.model().mtp().lossFactor());
+        parameters.forEach(Parameter::zeroGrad);
+        return accumulation;
+    }
+
+    /**
+     * Forward and backward of micro-batch {@code m} of the step begun with {@code step}, with its loss weights;
+     * gradients add up in the parameters, the losses in {@code step}.
+     *
+     * @throws IllegalArgumentException when {@code m} is out of order or {@code batch}'s loss tokens are not those the
+     *                                  weights were fixed for
+     */
+    public LanguageModel.Output forwardBackward(GradientAccumulation step, int m, MicroBatch batch) {
+        requireUnfinished();
+        step.requireMasks(m, batch);
+        LanguageModel.LossWeights weights = step.weights(m);
+        LanguageModel.Output output = inPool(() -> model.run(batch, weights));
+        step.add(m, output);
+        return output;
+    }
+
+    /**
+     * The update that ends the step: {@link TrainingOptimizer#step} (clipping, schedule, AdamW, zeroed gradients).
+     *
+     * @throws IllegalStateException when micro-batches are missing or the gradient norm is not finite (the weights are
+     *                               then left as they were before the step)
+     */
+    public TrainingOptimizer.StepStats finishStep(GradientAccumulation step) {
+        requireUnfinished();
+        if (!step.complete()) {
+            throw new IllegalStateException("step " + (stepsDone + 1) + " has " + step.mainReports().size() + " of its "
+                    + step.microBatches() + " micro-batches");
+        }
+        TrainingOptimizer.StepStats update = optimizer.step(parameters);
+        stepsDone++;
+        return update;
     }
 
     /** A forward pass only (no gradient), with the current weights, in the trainer's pool. */

@@ -1,8 +1,12 @@
 package io.kdapack.actors.job;
 
+import io.kdapack.core.loss.LossMode;
 import io.kdapack.core.loss.LossReport;
+import io.kdapack.core.loss.LossScaling;
 import io.kdapack.actors.pipeline.MicroBatchLoss;
 import io.kdapack.actors.pipeline.StepLoss;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -31,7 +35,7 @@ public final class Loss extends AbstractBehavior<Loss.Command> {
     private int received;
     private LossReport main;
     private LossReport mtp;
-    private double mtpMeans;
+    private final List<LossReport> mtpReports = new ArrayList<>();
     private long positions;
     private long segments;
 
@@ -54,7 +58,7 @@ public final class Loss extends AbstractBehavior<Loss.Command> {
             step = part.step();
             main = LossReport.EMPTY;
             mtp = part.loss().mtp() == null ? null : LossReport.EMPTY;
-            mtpMeans = 0;
+            mtpReports.clear();
             positions = 0;
             segments = 0;
         } else if (part.step() != step) {
@@ -67,16 +71,24 @@ public final class Loss extends AbstractBehavior<Loss.Command> {
         main = main.plus(part.loss().main());
         if (mtp != null) {
             mtp = mtp.plus(part.loss().mtp());
-            mtpMeans += part.loss().mtp().mean();
+            mtpReports.add(part.loss().mtp());
         }
         positions += part.positions();
         segments += part.segments();
         received++;
         if (received == part.microBatches()) {
-            reportTo.tell(new StepLoss(step, received, main, mtp, mtp == null ? null : mtpMeans / received, positions,
+            reportTo.tell(new StepLoss(step, received, main, mtp, mtp == null ? null : meanOfMeans(mtpReports), positions,
                     segments));
             received = 0;
         }
         return this;
+    }
+
+    /**
+     * The mean over micro-batches of each one's token mean, computed as the training loop logs it
+     * ({@code Σ_m sum_m / max(count_m, 1) / M}, the per-micro-batch objective) so that the two agree bit for bit.
+     */
+    private static double meanOfMeans(List<LossReport> reports) {
+        return LossScaling.objective(LossMode.PER_MICROBATCH_MEAN, reports);
     }
 }

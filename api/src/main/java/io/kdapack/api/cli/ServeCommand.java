@@ -1,11 +1,14 @@
 package io.kdapack.api.cli;
 
 import io.kdapack.api.http.DataRoot;
+import io.kdapack.api.jobs.TrainingJobFactory;
 import io.kdapack.api.server.ApiToken;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.KdapackServer;
 import io.kdapack.api.server.ServerSettings;
 import io.kdapack.config.ConfigLoader;
+import io.kdapack.training.HybridModels;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -38,10 +41,11 @@ final class ServeCommand implements Callable<Integer> {
         }
         DataRoot dataRoot = new DataRoot(settings.dataRoot());
         String token = ApiToken.resolve(settings);
-        KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot));
+        Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
+        KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir));
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kdapack-shutdown"));
         System.err.println("kdapack serve: listening on http://" + server.address().getHostString() + ":"
-                + server.address().getPort() + " (data root " + dataRoot.root() + "; "
+                + server.address().getPort() + " (data root " + dataRoot.root() + ", jobs in " + jobsDir + "; "
                 + (settings.token() == null ? "bearer token written to " + settings.tokenFile().toAbsolutePath()
                         : "bearer token from the configuration") + ")");
         new CountDownLatch(1).await(); // serve until the JVM is stopped; the shutdown hook closes the server
@@ -49,11 +53,10 @@ final class ServeCommand implements Callable<Integer> {
     }
 
     /**
-     * The only place where jobs get their training backend. The training loop (issue 4) plugs its
-     * {@link JobFactory} in here, confining dataset paths with {@code dataRoot}; until then the server answers
-     * job requests with 501.
+     * The only place where jobs get their training backend: the {@code kdapack train} loop, dataset paths confined to
+     * {@code dataRoot}, job directories (record and checkpoints) under {@code jobsDir} (beside the token file).
      */
-    private static JobFactory jobFactory(DataRoot dataRoot) {
-        return JobFactory.unavailable();
+    private static JobFactory jobFactory(DataRoot dataRoot, Path jobsDir) throws IOException {
+        return new TrainingJobFactory(dataRoot, jobsDir, HybridModels.FACTORY);
     }
 }

@@ -69,8 +69,33 @@ public final class GptSampleAssembler {
         if (options.interDocumentMasking()) {
             splitByParts(out);
         } else {
-            splitByEod(out);
+            splitByEod(out, options);
         }
+    }
+
+    /**
+     * Splits a sample read elsewhere (the {@code raw_text} of {@link GptSample#rawText()}, {@code [L+x]}, of which the
+     * first {@code numRealTokens} were read and the rest is padding) exactly as {@link #assemble} does: tokens, labels,
+     * loss mask, positions and segment ids into {@code out}. Only for the default path (no inter-document masking,
+     * which needs the document boundaries of the read).
+     *
+     * @throws IllegalArgumentException when {@code options} ask for inter-document masking or the sizes disagree
+     */
+    public static void split(int[] rawText, int numRealTokens, SampleOptions options, GptSample out) {
+        if (options.interDocumentMasking()) {
+            throw new IllegalArgumentException("options: inter-document masking needs the document parts of the read; "
+                    + "use assemble()");
+        }
+        if (rawText.length != out.rawText().length) {
+            throw new IllegalArgumentException("rawText has " + rawText.length + " tokens, the sample buffers "
+                    + out.rawText().length);
+        }
+        if (numRealTokens < 0 || numRealTokens > rawText.length) {
+            throw new IllegalArgumentException("numRealTokens = " + numRealTokens + " outside [0, " + rawText.length + "]");
+        }
+        System.arraycopy(rawText, 0, out.rawText(), 0, rawText.length);
+        out.setNumRealTokens(numRealTokens);
+        splitByEod(out, options);
     }
 
     /** Megatron's batch padding sample ({@code __getitem__(None)}): sample 0 with an all-zero loss mask. */
@@ -111,7 +136,8 @@ public final class GptSampleAssembler {
     }
 
     /** The default path: positions and segments restart after input EODs when the flags say so. */
-    private void splitByEod(GptSample out) {
+    private static void splitByEod(GptSample out, SampleOptions options) {
+        int seqLength = out.seqLength();
         int[] raw = out.rawText();
         int eod = options.eodId();
         int real = out.numRealTokens();
@@ -131,7 +157,7 @@ public final class GptSampleAssembler {
                     segment++;
                 }
             }
-            splitTokenAndLabel(raw, i, out);
+            splitTokenAndLabel(raw, i, out, options);
         }
     }
 
@@ -162,7 +188,7 @@ public final class GptSampleAssembler {
                 out.positionIds()[i] = i - position;
                 out.attentionSegmentIds()[i] = p + 1;
                 out.segmentIds()[i] = i < real ? p + 1 : 0;
-                splitTokenAndLabel(out.rawText(), i, out);
+                splitTokenAndLabel(out.rawText(), i, out, options);
             }
             position += length;
             cu[p + 1] = position;
@@ -172,7 +198,7 @@ public final class GptSampleAssembler {
     }
 
     /** tokens, labels and loss mask of position i: EOD masking on the input as read, then pad substitution. */
-    private void splitTokenAndLabel(int[] raw, int i, GptSample out) {
+    private static void splitTokenAndLabel(int[] raw, int i, GptSample out, SampleOptions options) {
         int pad = options.padId();
         int token = raw[i];
         int label = i + 1 < raw.length ? raw[i + 1] : pad;

@@ -33,6 +33,45 @@ class GptSampleAssemblerTest {
     }
 
     @Test
+    void splittingTheRawTextReadElsewhereGivesWhatAssembleGives() throws IOException {
+        IndexedDataset corpus = corpus("v1000_u16");
+        GptIndices indices = GptIndices.build(corpus, CONFIG);
+        // EOD masking, position and segment resets on, a pad id: every branch of the split (inter-document masking
+        // needs the read's document parts and is refused).
+        SampleOptions options = new SampleOptions(999, 998, true, true, true, false);
+        GptSampleAssembler assembler = new GptSampleAssembler(corpus, indices, 32, true, options);
+        GptSample read = assembler.newSample();
+        GptSample split = assembler.newSample();
+        for (int i = 0; i < indices.sampleCount(); i++) {
+            assembler.assemble(i, read);
+            int[] raw = read.rawText().clone();
+            if (i % 3 == 0) { // a short read: the tail is padding
+                java.util.Arrays.fill(raw, 20, raw.length, 998);
+            }
+            int real = i % 3 == 0 ? Math.min(20, read.numRealTokens()) : read.numRealTokens();
+            GptSampleAssembler.split(raw, real, options, split);
+            if (i % 3 != 0) {
+                assertArrayEquals(read.tokens(), split.tokens(), "tokens of sample " + i);
+                assertArrayEquals(read.labels(), split.labels(), "labels of sample " + i);
+                assertArrayEquals(read.lossMask(), split.lossMask(), "loss mask of sample " + i);
+                assertArrayEquals(read.positionIds(), split.positionIds(), "positions of sample " + i);
+                assertArrayEquals(read.segmentIds(), split.segmentIds(), "segment ids of sample " + i);
+            } else {
+                for (int t = 19; t < 32; t++) {
+                    assertTrue(split.lossMask()[t] == 0f && split.labels()[t] == 0, "padding leaves the loss at " + t);
+                }
+                for (int t = 20; t < 32; t++) {
+                    assertTrue(split.segmentIds()[t] == 0 && split.tokens()[t] == 0, "padding has segment 0 at " + t);
+                }
+            }
+        }
+        assertThrows(IllegalArgumentException.class, () -> GptSampleAssembler.split(new int[33], 34, options, split));
+        assertThrows(IllegalArgumentException.class, () -> GptSampleAssembler.split(new int[32], 0, options, split));
+        assertThrows(IllegalArgumentException.class, () -> GptSampleAssembler.split(new int[33], 0,
+                new SampleOptions(999, 998, true, true, true, true), split));
+    }
+
+    @Test
     void misuseIsNamed() throws IOException {
         IndexedDataset corpus = corpus("v1000_u16");
         GptIndices indices = GptIndices.build(corpus, CONFIG);
