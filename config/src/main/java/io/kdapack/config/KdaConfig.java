@@ -13,6 +13,6 @@ package io.kdapack.config;
 public record KdaConfig(int numHeads, int numVHeads, int headDim, int convSize, Double lowerBound, double normEps) {
 
     public static KdaConfig defaults() {
-        return new KdaConfig(2, 2, 64, 4, null, 1e-5);
+        return new KdaConfig(2, 2, 32, 4, null, 1e-5);
     }
 }

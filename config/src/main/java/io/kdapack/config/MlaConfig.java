@@ -15,6 +15,6 @@ public record MlaConfig(int numHeads, Integer qLoraRank, int kvLoraRank, int qkN
                         int vHeadDim, double ropeTheta) {
 
     public static MlaConfig defaults() {
-        return new MlaConfig(2, null, 64, 32, 16, 32, 10000.0);
+        return new MlaConfig(2, null, 32, 16, 8, 16, 10000.0);
     }
 }

@@ -17,7 +17,7 @@ public record ModelConfig(int vocabSize, int hiddenSize, int numLayers, int full
 
     /** A tiny model for the demo task (vocabulary 131: 64 keys, 64 values, QUERY, EOD, PAD): 3 KDA + 1 MLA layers. */
     public static ModelConfig defaults() {
-        return new ModelConfig(131, 128, 4, 4, 352, 1e-6, false, KdaConfig.defaults(), MlaConfig.defaults(),
+        return new ModelConfig(131, 64, 4, 4, 176, 1e-6, false, KdaConfig.defaults(), MlaConfig.defaults(),
                 MtpConfig.defaults());
     }
 

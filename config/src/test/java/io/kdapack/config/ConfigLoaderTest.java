@@ -220,7 +220,7 @@ class ConfigLoaderTest {
         expect(Map.of("train", Map.of("optimizer", Map.of("lr", 1e-3, "min_lr", 1e-2))),
                 "train.optimizer.min_lr = 0.01 (from document): expected a number <= train.optimizer.lr (0.001)");
         expect(Map.of("train", Map.of("steps", 2)),
-                "train.optimizer.warmup_steps = 20 (from default): expected an integer < train.steps (2): the cosine decay "
+                "train.optimizer.warmup_steps = 10 (from default): expected an integer < train.steps (2): the cosine decay "
                         + "needs at least one step");
         expect(Map.of("model", Map.of("kda", Map.of("num_heads", 2, "num_v_heads", 3))),
                 "model.kda.num_v_heads = 3 (from document): expected a multiple of model.kda.num_heads (2)");
