@@ -50,9 +50,9 @@ public final class AssociativeRecall {
         this.maxPairs = maxPairs;
     }
 
-    /** The task of the shipped demo dataset: 64 keys, 64 values, 2 to 24 bindings per document. */
+    /** The task of the shipped demo dataset: 64 keys, 64 values, 1 or 2 bindings per document. */
     public static AssociativeRecall demo() {
-        return new AssociativeRecall(64, 64, 2, 24);
+        return new AssociativeRecall(64, 64, 1, 2);
     }
 
     public int queryId() {

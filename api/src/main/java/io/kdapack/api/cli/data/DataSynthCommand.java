@@ -31,11 +31,11 @@ public final class DataSynthCommand implements Callable<Integer> {
     @Option(names = "--seed", required = true, paramLabel = "S", description = "Seed of the documents.")
     long seed;
 
-    @Option(names = "--min-pairs", defaultValue = "2", paramLabel = "K",
+    @Option(names = "--min-pairs", defaultValue = "1", paramLabel = "K",
             description = "Fewest bindings in a document (default: ${DEFAULT-VALUE}).")
     int minPairs;
 
-    @Option(names = "--max-pairs", defaultValue = "24", paramLabel = "K",
+    @Option(names = "--max-pairs", defaultValue = "2", paramLabel = "K",
             description = "Most bindings in a document, at most 64 (default: ${DEFAULT-VALUE}).")
     int maxPairs;
 
