@@ -305,27 +305,23 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
 
     @Override
     public DeviceMemoryPool.DeviceBuffer upload(float[] values) {
-        DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
-        if (values.length > 0) {
-            copyIn(b, Pointer.to(values), 4L * values.length);
-        }
-        return b;
+        return upload(Pointer.to(values), 4L * values.length);
     }
 
     @Override
     public DeviceMemoryPool.DeviceBuffer upload(int[] values) {
-        DeviceMemoryPool.DeviceBuffer b = alloc(4L * values.length);
-        if (values.length > 0) {
-            copyIn(b, Pointer.to(values), 4L * values.length);
-        }
-        return b;
+        return upload(Pointer.to(values), 4L * values.length);
     }
 
     @Override
     public DeviceMemoryPool.DeviceBuffer upload(short[] values) {
-        DeviceMemoryPool.DeviceBuffer b = alloc(2L * values.length);
-        if (values.length > 0) {
-            copyIn(b, Pointer.to(values), 2L * values.length);
+        return upload(Pointer.to(values), 2L * values.length);
+    }
+
+    private DeviceMemoryPool.DeviceBuffer upload(Pointer host, long bytes) {
+        DeviceMemoryPool.DeviceBuffer b = alloc(bytes);
+        if (bytes > 0) {
+            copyIn(b, host, bytes);
         }
         return b;
     }
