@@ -280,12 +280,20 @@ final class ChunkMath {
      */
     static void matmulTransB(int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b, int bOff,
                              int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
-        for (int j = 0; j < n; j++) {
-            for (int p = 0; p < k; p++) {
-                scratch[p * n + j] = b[bOff + j * ldb + p];
+        transpose(n, k, b, bOff, ldb, scratch);
+        matmul(false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
+    }
+
+    /**
+     * {@code out[d·rows + c] = m[mOff + c·ld + d]}: the {@code [rows×cols]} block of {@code m} (leading
+     * dimension {@code ld}) transposed into a dense {@code [cols×rows]} block.
+     */
+    static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out) {
+        for (int c = 0; c < rows; c++) {
+            for (int d = 0; d < cols; d++) {
+                out[d * rows + c] = m[mOff + c * ld + d];
             }
         }
-        matmul(false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
     }
 
     /** {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values). */

@@ -77,7 +77,7 @@ final class PairwiseDecay {
             }
             int cols = factored ? a + b : a;
             if (cols > 0) {
-                transpose(kCol, cols, kd, transposed);
+                ChunkMath.transpose(cols, kd, kCol, 0, kd, transposed);
                 ChunkMath.matmul(false, b, cols, kd, 1f, qRow, 0, kd, transposed, 0, cols, 0f, aQK, a * SIZE, SIZE);
                 ChunkMath.matmul(false, b, cols, kd, 1f, kRow, 0, kd, transposed, 0, cols, 0f, pKK, a * SIZE, SIZE);
             }
@@ -86,15 +86,6 @@ final class PairwiseDecay {
                     Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
                     Arrays.fill(pKK, r * SIZE + r, r * SIZE + a + b, 0f);
                 }
-            }
-        }
-    }
-
-    /** {@code out[d·rows + c] = m[c·cols + d]}: the {@code [rows, cols]} block {@code m} transposed. */
-    private static void transpose(float[] m, int rows, int cols, float[] out) {
-        for (int c = 0; c < rows; c++) {
-            for (int d = 0; d < cols; d++) {
-                out[d * rows + c] = m[c * cols + d];
             }
         }
     }

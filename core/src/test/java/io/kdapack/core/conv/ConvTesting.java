@@ -9,25 +9,6 @@ final class ConvTesting {
     private ConvTesting() {
     }
 
-    /** {@code ‖actual − expected‖ / ‖expected‖}; the absolute norm when the reference is all zeros. */
-    static double relativeError(float[] actual, double[] expected) {
-        double diff = 0;
-        double ref = 0;
-        for (int i = 0; i < actual.length; i++) {
-            diff += (actual[i] - expected[i]) * (actual[i] - expected[i]);
-            ref += expected[i] * expected[i];
-        }
-        return ref == 0 ? Math.sqrt(diff) : Math.sqrt(diff / ref);
-    }
-
-    static double relativeError(float[] actual, float[] expected) {
-        double[] e = new double[expected.length];
-        for (int i = 0; i < e.length; i++) {
-            e[i] = expected[i];
-        }
-        return relativeError(actual, e);
-    }
-
     static float[] normal(Random random, int n, double scale) {
         float[] a = new float[n];
         for (int i = 0; i < n; i++) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kdapack.core.io.SafeTensors;
+import io.kdapack.core.kda.KdaAssertions;
 import java.nio.file.Path;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -44,7 +45,7 @@ class ShortConvGoldenTest {
     private static void assertClose(SafeTensors file, String name, float[] actual, double tolerance) {
         double[] expected = file.get(name).toDoubleArray();
         assertEquals(expected.length, actual.length, name + " length");
-        double err = ConvTesting.relativeError(actual, expected);
+        double err = KdaAssertions.relativeError(actual, expected);
         assertTrue(err <= tolerance, name + ": relative error " + err + " > " + tolerance);
     }
 }

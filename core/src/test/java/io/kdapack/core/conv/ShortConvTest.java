@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kdapack.core.kda.KdaAssertions;
 import io.kdapack.core.kda.Segments;
 import java.util.Arrays;
 import java.util.Random;
@@ -50,8 +51,8 @@ class ShortConvTest {
             add(dbiasSum, g.dbias());
         }
         // Parameter gradients sum over documents: same terms, different summation order (1e-6 is float round-off).
-        assertTrue(ConvTesting.relativeError(grads.dweight(), dweightSum) < 1e-6);
-        assertTrue(ConvTesting.relativeError(grads.dbias(), dbiasSum) < 1e-6);
+        assertTrue(KdaAssertions.relativeError(grads.dweight(), dweightSum) < 1e-6);
+        assertTrue(KdaAssertions.relativeError(grads.dbias(), dbiasSum) < 1e-6);
     }
 
     @Test
@@ -136,7 +137,7 @@ class ShortConvTest {
             parameter[i] = saved;
             numeric[i] = (float) ((plus - minus) / (2 * h));
         }
-        double err = ConvTesting.relativeError(analytic, numeric);
+        double err = KdaAssertions.relativeError(analytic, numeric);
         assertTrue(err < 1e-3, name + ": relative error " + err + " against finite differences");
     }
 

@@ -3,12 +3,12 @@ package io.kdapack.core.kda;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Relative-error comparisons {@code ‖actual − expected‖ / ‖expected‖} over whole tensors. */
-final class KdaAssertions {
+public final class KdaAssertions {
 
     private KdaAssertions() {
     }
 
-    static double relativeError(float[] actual, double[] expected) {
+    public static double relativeError(float[] actual, double[] expected) {
         if (actual.length != expected.length) {
             throw new AssertionError("length " + actual.length + " != expected " + expected.length);
         }
@@ -23,7 +23,7 @@ final class KdaAssertions {
         return ref == 0 ? Math.sqrt(diff) : Math.sqrt(diff / ref);
     }
 
-    static double relativeError(float[] actual, float[] expected) {
+    public static double relativeError(float[] actual, float[] expected) {
         double[] e = new double[expected.length];
         for (int i = 0; i < e.length; i++) {
             e[i] = expected[i];
