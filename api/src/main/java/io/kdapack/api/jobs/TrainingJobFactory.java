@@ -9,6 +9,7 @@ import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.config.ConfigLoader;
 import io.kdapack.config.KdapackConfig;
+import io.kdapack.core.checkpoint.CheckpointStore;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.training.DatasetPaths;
 import io.kdapack.training.ModelFactory;
@@ -117,14 +118,9 @@ public final class TrainingJobFactory implements JobFactory {
         return jobsDir.resolve(jobId);
     }
 
-    /** The step of the newest complete checkpoint ({@code step-N} directories; temporaries start with a dot). */
+    /** The step of the newest complete checkpoint ({@link CheckpointStore#latest}); 0 without one. */
     private static long checkpointedStep(Path checkpoints) throws IOException {
-        if (!Files.isDirectory(checkpoints)) {
-            return 0;
-        }
-        try (Stream<Path> entries = Files.list(checkpoints)) {
-            return entries.map(p -> p.getFileName().toString()).filter(n -> n.matches("step-\\d+"))
-                    .mapToLong(n -> Long.parseLong(n.substring("step-".length()))).max().orElse(0);
-        }
+        return new CheckpointStore(checkpoints).latest()
+                .map(dir -> Long.parseLong(dir.getFileName().toString().substring("step-".length()))).orElse(0L);
     }
 }
