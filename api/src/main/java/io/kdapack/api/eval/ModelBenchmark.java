@@ -5,7 +5,7 @@ import io.kdapack.core.kda.KdaChunked;
 import io.kdapack.core.model.HybridModel;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
-import io.kdapack.data.segment.MtpRoll;
+import io.kdapack.training.MicroBatchAssembler;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -52,7 +52,7 @@ public final class ModelBenchmark {
         out.put("rows", c.rows());
         out.put("length", c.length());
         out.put("tokens_per_step", tokens);
-        out.put("documents", documents(batch));
+        out.put("documents", MicroBatchAssembler.segmentCount(batch));
         out.put("threads", c.threads());
 
         double[] one = time(c, batch, weights, 1, true);
@@ -128,19 +128,6 @@ public final class ModelBenchmark {
                 remaining--;
             }
         }
-        int[] mtpLabels = new int[size];
-        float[] mtpMask = new float[size];
-        MtpRoll.roll(labels, mask, segmentIds, c.rows(), c.length(), mtpLabels, mtpMask);
-        return new MicroBatch(c.rows(), c.length(), tokens, labels, mask, positions, segmentIds, mtpLabels, mtpMask);
-    }
-
-    private static int documents(MicroBatch batch) {
-        int count = 0;
-        int[] ids = batch.segmentIds();
-        for (int p = 0; p < ids.length; p++) {
-            boolean starts = ids[p] != 0 && (p % batch.length() == 0 || ids[p - 1] != ids[p]);
-            count += starts ? 1 : 0;
-        }
-        return count;
+        return MicroBatchAssembler.of(c.rows(), c.length(), tokens, labels, mask, positions, segmentIds, 1);
     }
 }

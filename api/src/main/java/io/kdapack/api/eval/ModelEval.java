@@ -8,7 +8,7 @@ import io.kdapack.core.model.HybridModel;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.core.model.ModelWeights;
-import io.kdapack.data.segment.MtpRoll;
+import io.kdapack.training.MicroBatchAssembler;
 import java.util.Arrays;
 
 /**
@@ -17,7 +17,7 @@ import java.util.Arrays;
  *
  * <p>Input batch {@code [B,L]}: {@code tokens, labels, position_ids, segment_ids} (integer dtypes) and
  * {@code loss_mask} (0/1, any dtype). With MTP the targets and mask are rolled left by one within each segment
- * ({@link MtpRoll}). The objective is Megatron's with one micro-batch ({@link LossMode#PER_MICROBATCH_MEAN}, M = 1):
+ * ({@link io.kdapack.data.segment.MtpRoll}). The objective is Megatron's with one micro-batch ({@link LossMode#PER_MICROBATCH_MEAN}, M = 1):
  * {@code loss + loss_factor · mtp_loss} with {@code loss = Σ ce·mask / max(Σ mask, 1)} and likewise {@code mtp_loss}
  * over the rolled mask.
  *
@@ -82,13 +82,6 @@ public final class ModelEval {
         int[] positions = ints[2];
         int[] segmentIds = ints[3];
         float[] mask = file.get("loss_mask").toFloatArray();
-        int[] mtpLabels = null;
-        float[] mtpMask = null;
-        if (mtpDepth > 0) {
-            mtpLabels = new int[tokens.length];
-            mtpMask = new float[tokens.length];
-            MtpRoll.roll(labels, mask, segmentIds, rows, length, mtpLabels, mtpMask);
-        }
-        return new MicroBatch(rows, length, tokens, labels, mask, positions, segmentIds, mtpLabels, mtpMask);
+        return MicroBatchAssembler.of(rows, length, tokens, labels, mask, positions, segmentIds, mtpDepth);
     }
 }

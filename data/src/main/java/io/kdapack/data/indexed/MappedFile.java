@@ -80,10 +80,6 @@ final class MappedFile {
         return length;
     }
 
-    long windowBytes() {
-        return windowBytes;
-    }
-
     /** Index of the window that holds byte {@code position}. */
     int windowOf(long position) {
         return (int) (position / windowBytes);

@@ -1,6 +1,7 @@
 package io.kdapack.data.segment;
 
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.kda.Varlen;
 import java.util.Arrays;
 
 /**
@@ -52,26 +53,7 @@ public final class Segmenter {
      */
     public static Segments segments(int[] segmentIds, int batch, int length) {
         checkShape(segmentIds.length, batch, length);
-        int[] starts = new int[segmentIds.length];
-        int[] ends = new int[segmentIds.length];
-        int count = 0;
-        for (int b = 0; b < batch; b++) {
-            int row = b * length;
-            for (int i = 0; i < length; i++) {
-                int id = segmentIds[row + i];
-                if (id == 0) {
-                    continue;
-                }
-                if (i == 0 || segmentIds[row + i - 1] != id) {
-                    starts[count] = row + i;
-                    ends[count] = row + i + 1;
-                    count++;
-                } else {
-                    ends[count - 1] = row + i + 1;
-                }
-            }
-        }
-        return new Segments(segmentIds.length, Arrays.copyOf(starts, count), Arrays.copyOf(ends, count));
+        return Varlen.fromSegmentIds(segmentIds, batch, length);
     }
 
     /**
