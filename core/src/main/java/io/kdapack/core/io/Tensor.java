@@ -99,12 +99,13 @@ public record Tensor(String name, DType dtype, long[] shape, ByteBuffer data) {
 
     /** Values as float; F64 is rounded to the nearest float. */
     public float[] toFloatArray() {
-        double[] d = toDoubleArray();
-        float[] f = new float[d.length];
-        for (int i = 0; i < d.length; i++) {
-            f[i] = (float) d[i];
+        int n = size();
+        float[] out = new float[n];
+        ByteBuffer b = data.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < n; i++) {
+            out[i] = (float) getDouble(b, i);
         }
-        return f;
+        return out;
     }
 
     /** Values as double, exactly for every dtype except I64/U64 beyond 2^53. */
@@ -113,15 +114,19 @@ public record Tensor(String name, DType dtype, long[] shape, ByteBuffer data) {
         double[] out = new double[n];
         ByteBuffer b = data.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         for (int i = 0; i < n; i++) {
-            out[i] = switch (dtype) {
-                case F64 -> b.getDouble(i * 8);
-                case F32 -> b.getFloat(i * 4);
-                case F16 -> Float.float16ToFloat(b.getShort(i * 2));
-                case BF16 -> Float.intBitsToFloat((b.getShort(i * 2) & 0xFFFF) << 16);
-                default -> getLong(b, i);
-            };
+            out[i] = getDouble(b, i);
         }
         return out;
+    }
+
+    private double getDouble(ByteBuffer b, int i) {
+        return switch (dtype) {
+            case F64 -> b.getDouble(i * 8);
+            case F32 -> b.getFloat(i * 4);
+            case F16 -> Float.float16ToFloat(b.getShort(i * 2));
+            case BF16 -> Float.intBitsToFloat((b.getShort(i * 2) & 0xFFFF) << 16);
+            default -> getLong(b, i);
+        };
     }
 
     /** Values of an integer tensor as int; refuses floats and values outside the int range. */

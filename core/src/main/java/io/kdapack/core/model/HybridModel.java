@@ -7,6 +7,7 @@ import io.kdapack.core.kda.KdaBackend;
 import io.kdapack.core.nn.Embedding;
 import io.kdapack.core.nn.MlaAttention;
 import io.kdapack.core.nn.MlaShape;
+import io.kdapack.core.nn.Parallel;
 import io.kdapack.core.nn.Parameter;
 import io.kdapack.core.nn.RmsNorm;
 import java.util.ArrayList;
@@ -173,7 +174,7 @@ public final class HybridModel implements LanguageModel {
                 float[] dMtpOut = lmHead.backward(mtpSaved.output(), mtpLoss.gradient(lossWeights.mtpTokenWeight()),
                         tokens);
                 MultiTokenPrediction.Gradients g = mtp.backward(mtpSaved, dMtpOut);
-                Tensors.addInto(dh, g.dHidden());
+                Parallel.addInto(dh, g.dHidden());
                 embedTokens.backward(batch.labels(), g.dEmbedding());
             }
             float[] dx = norm.backward(last, dh);

@@ -9,6 +9,7 @@ import io.kdapack.core.kda.Segments;
 import io.kdapack.core.nn.GatedRmsNorm;
 import io.kdapack.core.nn.Layer;
 import io.kdapack.core.nn.Linear;
+import io.kdapack.core.nn.Parallel;
 import io.kdapack.core.nn.Parameter;
 import io.kdapack.core.nn.ShortConvolution;
 import java.util.ArrayList;
@@ -161,13 +162,13 @@ public final class KimiDeltaAttention implements Layer {
         GatedRmsNorm.Gradients normGrads = oNorm.backward(saved.norm(), oProj.backward(saved.out(), dy));
         float[] dx = gProj0.backward(saved.g0(), gProj1.backward(saved.g1(), normGrads.dgate()));
         KdaBackend.KdaGradients op = backend.backward(saved.kda(), options, normGrads.dx(), null);
-        Tensors.addInto(aLog.grads(), op.dALog());
-        Tensors.addInto(dtBias.grads(), op.dDtBias());
-        Tensors.addInto(dx, qProj.backward(saved.q(), qConv.backward(saved.qConv(), op.dq())));
-        Tensors.addInto(dx, kProj.backward(saved.k(), kConv.backward(saved.kConv(), op.dk())));
-        Tensors.addInto(dx, vProj.backward(saved.v(), vConv.backward(saved.vConv(), op.dv())));
-        Tensors.addInto(dx, fProj0.backward(saved.f0(), fProj1.backward(saved.f1(), op.dg())));
-        Tensors.addInto(dx, bProj.backward(saved.beta(), op.dBeta()));
+        Parallel.addInto(aLog.grads(), op.dALog());
+        Parallel.addInto(dtBias.grads(), op.dDtBias());
+        Parallel.addInto(dx, qProj.backward(saved.q(), qConv.backward(saved.qConv(), op.dq())));
+        Parallel.addInto(dx, kProj.backward(saved.k(), kConv.backward(saved.kConv(), op.dk())));
+        Parallel.addInto(dx, vProj.backward(saved.v(), vConv.backward(saved.vConv(), op.dv())));
+        Parallel.addInto(dx, fProj0.backward(saved.f0(), fProj1.backward(saved.f1(), op.dg())));
+        Parallel.addInto(dx, bProj.backward(saved.beta(), op.dBeta()));
         return dx;
     }
 }

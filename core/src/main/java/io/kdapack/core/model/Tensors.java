@@ -4,27 +4,13 @@ import io.kdapack.core.nn.Parallel;
 
 /** Element-wise helpers of the model code, parallel over fixed blocks (results do not depend on threads). */
 final class Tensors {
-    private static final int GRAIN = 4096;
-
     private Tensors() {
-    }
-
-    /** {@code into += values}, same length. */
-    static void addInto(float[] into, float[] values) {
-        if (into.length != values.length) {
-            throw new IllegalArgumentException("addInto: lengths " + into.length + " and " + values.length + " differ");
-        }
-        Parallel.forBlocks(into.length, GRAIN, (from, to) -> {
-            for (int i = from; i < to; i++) {
-                into[i] += values[i];
-            }
-        });
     }
 
     /** {@code a + b} as a new array. */
     static float[] sum(float[] a, float[] b) {
         float[] out = a.clone();
-        addInto(out, b);
+        Parallel.addInto(out, b);
         return out;
     }
 

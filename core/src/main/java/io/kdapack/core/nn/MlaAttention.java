@@ -199,9 +199,7 @@ public final class MlaAttention implements Layer {
         } else {
             dxQuery = qOut.backward(saved.q(), dq);
         }
-        for (int i = 0; i < dx.length; i++) {
-            dx[i] += dxQuery[i];
-        }
+        Parallel.addInto(dx, dxQuery);
         return dx;
     }
 

@@ -33,6 +33,18 @@ public final class Parallel {
         forEach(blocks, b -> body.run(b * grain, Math.min(count, (b + 1) * grain)));
     }
 
+    /** {@code into += values} element-wise, same length, in parallel blocks (each sum is the same whatever the pool). */
+    public static void addInto(float[] into, float[] values) {
+        if (into.length != values.length) {
+            throw new IllegalArgumentException("addInto: lengths " + into.length + " and " + values.length + " differ");
+        }
+        forBlocks(into.length, 4096, (from, to) -> {
+            for (int i = from; i < to; i++) {
+                into[i] += values[i];
+            }
+        });
+    }
+
     public interface RangeBody {
         void run(int from, int to);
     }

@@ -56,16 +56,10 @@ public final class ShortConvolution implements Layer {
     /** Returns {@code dx [T,D]}; adds the weight and bias gradients. */
     public float[] backward(Saved saved, float[] dy) {
         ShortConvGradients g = ShortConv.backward(saved.inputs(), dy, null);
-        add(weight.grads(), g.dweight());
+        Parallel.addInto(weight.grads(), g.dweight());
         if (bias != null) {
-            add(bias.grads(), g.dbias());
+            Parallel.addInto(bias.grads(), g.dbias());
         }
         return g.dx();
-    }
-
-    private static void add(float[] into, float[] values) {
-        for (int i = 0; i < values.length; i++) {
-            into[i] += values[i];
-        }
     }
 }

@@ -78,9 +78,7 @@ public final class SwiGluMlp implements Layer {
         });
         float[] dx = gateProj.backward(saved.gate(), dg);
         float[] dxUp = upProj.backward(saved.up(), du);
-        for (int i = 0; i < dx.length; i++) {
-            dx[i] += dxUp[i];
-        }
+        Parallel.addInto(dx, dxUp);
         return dx;
     }
 
