@@ -1,6 +1,5 @@
 package io.kdapack.core.nn;
 
-import io.kdapack.core.linalg.ExpKernels;
 import java.util.List;
 
 /**
@@ -49,7 +48,7 @@ public final class GatedRmsNorm implements Layer {
         float[] y = new float[gate.length];
         Parallel.forBlocks(gate.length, 4096, (from, to) -> {
             for (int i = from; i < to; i++) {
-                sig[i] = ExpKernels.sigmoid(gate[i]);
+                sig[i] = (float) (1.0 / (1.0 + Math.exp(-gate[i])));
                 y[i] = normalized.output()[i] * sig[i];
             }
         });
