@@ -1,0 +1,249 @@
+package io.kdapack.api.bench;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.zip.CRC32;
+
+/**
+ * Many SSE clients of one job's event stream ({@code GET /v1/jobs/{id}/events}), all served by one thread with one NIO
+ * selector: a load of real HTTP connections that costs the client side almost nothing but the reads. Each subscriber
+ * checks what it receives: status 200, step ids consecutive, then the {@code end} event, and keeps a CRC of its
+ * {@code id:}/{@code event:}/{@code data:} lines so that callers can check every subscriber saw the same bytes.
+ *
+ * <p>Used in-process by tests and, through {@link SseSubscribersProcess}, in a separate JVM by {@code kdapack bench
+ * server}. Not a general HTTP client: it expects the server's chunked {@code text/event-stream} response, where each
+ * event is one chunk, and counts a stream complete once it has read the {@code end} event.
+ */
+public final class SseSubscribers implements AutoCloseable {
+
+    /** What one subscriber received. */
+    public record Stream(long firstId, long lastId, long steps, boolean ended, long crc, String failure) {
+
+        /** Ended normally, with steps {@code 1 … expectedSteps} exactly, ids consecutive. */
+        public boolean complete(long expectedSteps) {
+            return failure == null && ended && steps == expectedSteps
+                    && (expectedSteps == 0 || firstId == 1 && lastId == expectedSteps);
+        }
+    }
+
+    private static final int MAX_LINE = 1 << 16;
+
+    private final Selector selector;
+    private final List<Subscriber> subscribers = new ArrayList<>();
+    private final CountDownLatch connected;
+    private final CountDownLatch finished;
+    private final Thread loop;
+
+    private SseSubscribers(InetSocketAddress server, String token, String jobId, int count) throws IOException {
+        if (count < 1) {
+            throw new IllegalArgumentException("count must be >= 1, got " + count);
+        }
+        byte[] request = ("GET /v1/jobs/" + jobId + "/events HTTP/1.1\r\nHost: " + server.getHostString() + ":"
+                + server.getPort() + "\r\nAuthorization: Bearer " + token + "\r\nAccept: text/event-stream\r\n\r\n")
+                .getBytes(StandardCharsets.US_ASCII);
+        selector = Selector.open();
+        connected = new CountDownLatch(count);
+        finished = new CountDownLatch(count);
+        try {
+            for (int i = 0; i < count; i++) {
+                SocketChannel channel = SocketChannel.open();
+                channel.configureBlocking(false);
+                channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                Subscriber subscriber = new Subscriber(channel, ByteBuffer.wrap(request));
+                subscribers.add(subscriber);
+                channel.register(selector, channel.connect(server) ? SelectionKey.OP_WRITE : SelectionKey.OP_CONNECT,
+                        subscriber);
+            }
+        } catch (IOException e) {
+            close();
+            throw e;
+        }
+        loop = Thread.ofPlatform().name("sse-subscribers").daemon(true).start(this::run);
+    }
+
+    /** Opens {@code count} event streams of job {@code jobId} (connecting in the background). */
+    public static SseSubscribers connect(InetSocketAddress server, String token, String jobId, int count)
+            throws IOException {
+        return new SseSubscribers(server, token, jobId, count);
+    }
+
+    /** Waits until every subscriber has its {@code 200} response head (the server streams to it from then on). */
+    public void awaitConnected(Duration wait) throws InterruptedException, TimeoutException {
+        if (!connected.await(wait.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new TimeoutException(connected.getCount() + " of " + subscribers.size()
+                    + " subscribers not connected within " + wait + "; first failure: " + firstFailure());
+        }
+    }
+
+    /** Waits until every stream has ended (end event or closed) and returns what each received, in connection order. */
+    public List<Stream> awaitEnd(Duration wait) throws InterruptedException, TimeoutException {
+        if (!finished.await(wait.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new TimeoutException(finished.getCount() + " of " + subscribers.size() + " streams still open after "
+                    + wait);
+        }
+        loop.join();
+        return subscribers.stream().map(Subscriber::result).toList();
+    }
+
+    private String firstFailure() {
+        return subscribers.stream().map(s -> s.failure).filter(f -> f != null).findFirst().orElse("none");
+    }
+
+    /** The selector loop: connect, send the request, read until every stream is done. */
+    private void run() {
+        ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 16);
+        byte[] bytes = new byte[buffer.capacity()];
+        try {
+            while (finished.getCount() > 0 && selector.isOpen()) {
+                selector.select(1000);
+                for (SelectionKey key : selector.selectedKeys()) {
+                    Subscriber subscriber = (Subscriber) key.attachment();
+                    try {
+                        if (key.isConnectable() && subscriber.channel.finishConnect()) {
+                            key.interestOps(SelectionKey.OP_WRITE);
+                        }
+                        if (key.isValid() && key.isWritable()) {
+                            subscriber.channel.write(subscriber.request);
+                            if (!subscriber.request.hasRemaining()) {
+                                key.interestOps(SelectionKey.OP_READ);
+                            }
+                        }
+                        if (key.isValid() && key.isReadable()) {
+                            buffer.clear();
+                            int n = subscriber.channel.read(buffer);
+                            if (n < 0) {
+                                subscriber.finish(subscriber.ended ? null : "connection closed before the end event");
+                            } else {
+                                buffer.flip();
+                                buffer.get(bytes, 0, n);
+                                subscriber.accept(bytes, n);
+                            }
+                        }
+                    } catch (IOException | RuntimeException e) {
+                        subscriber.finish(e.toString());
+                    }
+                }
+                selector.selectedKeys().clear();
+            }
+        } catch (IOException | RuntimeException e) {
+            subscribers.forEach(s -> s.finish("selector failed: " + e));
+        }
+    }
+
+    /** Closes every connection still open. */
+    @Override
+    public void close() {
+        subscribers.forEach(s -> s.finish("closed by the caller"));
+        try {
+            selector.close();
+        } catch (IOException ignored) {
+            // closing: nothing left to release
+        }
+    }
+
+    /** One connection: a line parser over the chunked response (chunk-size lines are neither id, event nor data). */
+    private final class Subscriber {
+        final SocketChannel channel;
+        final ByteBuffer request;
+        private byte[] line = new byte[256];
+        private int lineLength;
+        private boolean statusSeen;
+        private boolean headersDone;
+        private long firstId = -1;
+        private long lastId = -1;
+        private long steps;
+        private boolean ended;
+        private final CRC32 crc = new CRC32();
+        private volatile String failure;
+        private boolean done;
+
+        Subscriber(SocketChannel channel, ByteBuffer request) {
+            this.channel = channel;
+            this.request = request;
+        }
+
+        void accept(byte[] bytes, int n) {
+            for (int i = 0; i < n && !done; i++) {
+                byte b = bytes[i];
+                if (b == '\n') {
+                    int end = lineLength > 0 && line[lineLength - 1] == '\r' ? lineLength - 1 : lineLength;
+                    onLine(new String(line, 0, end, StandardCharsets.UTF_8));
+                    lineLength = 0;
+                } else {
+                    if (lineLength == line.length) {
+                        if (line.length >= MAX_LINE) {
+                            finish("a line longer than " + MAX_LINE + " bytes");
+                            return;
+                        }
+                        line = Arrays.copyOf(line, line.length * 2);
+                    }
+                    line[lineLength++] = b;
+                }
+            }
+        }
+
+        private void onLine(String text) {
+            if (!statusSeen) {
+                statusSeen = true;
+                if (!text.startsWith("HTTP/1.1 200")) {
+                    finish("response " + text);
+                    return;
+                }
+                connected.countDown();
+            } else if (!headersDone) {
+                headersDone = text.isEmpty();
+            } else if (text.startsWith("id: ") || text.startsWith("event: ") || text.startsWith("data: ")) {
+                crc.update(text.getBytes(StandardCharsets.UTF_8));
+                crc.update('\n');
+                if (text.startsWith("id: ")) {
+                    long id = Long.parseLong(text.substring(4).trim());
+                    if (lastId >= 0 && id != lastId + 1) {
+                        finish("step " + id + " after step " + lastId);
+                        return;
+                    }
+                    firstId = firstId < 0 ? id : firstId;
+                    lastId = id;
+                } else if (text.equals("event: step")) {
+                    steps++;
+                } else if (text.equals("event: end")) {
+                    ended = true;
+                }
+            }
+        }
+
+        /** Closes the connection once; {@code why} is null for a normal end. Also called by {@link #close}. */
+        synchronized void finish(String why) {
+            if (done) {
+                return;
+            }
+            done = true;
+            failure = why;
+            if (!statusSeen) {
+                connected.countDown(); // never connected: do not keep awaitConnected waiting for it
+            }
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // the stream is over either way
+            }
+            finished.countDown();
+        }
+
+        synchronized Stream result() {
+            return new Stream(firstId, lastId, steps, ended, crc.getValue(), failure);
+        }
+    }
+}
