@@ -23,6 +23,10 @@ import java.util.zip.CRC32;
  * checks what it receives: status 200, step ids consecutive, then the {@code end} event, and keeps a CRC of its
  * {@code id:}/{@code event:}/{@code data:} lines so that callers can check every subscriber saw the same bytes.
  *
+ * <p>With a read interval the thread sleeps between rounds of reads once every stream is connected, like a dashboard
+ * that refreshes a few times a second: the client side then costs one read per stream per interval instead of a wakeup
+ * per event, and the server's writes find no reader to wake. Events wait in the socket buffers meanwhile; none is lost.
+ *
  * <p>Used in-process by tests and, through {@link SseSubscribersProcess}, in a separate JVM by {@code kdapack bench
  * server}. Not a general HTTP client: it expects the server's chunked {@code text/event-stream} response, where each
  * event is one chunk, and counts a stream complete once it has read the {@code end} event.
@@ -40,17 +44,28 @@ public final class SseSubscribers implements AutoCloseable {
     }
 
     private static final int MAX_LINE = 1 << 16;
+    private static final byte[] ID = ascii("id: ");
+    private static final byte[] EVENT = ascii("event: ");
+    private static final byte[] DATA = ascii("data: ");
+    private static final byte[] STEP_EVENT = ascii("event: step");
+    private static final byte[] END_EVENT = ascii("event: end");
 
     private final Selector selector;
     private final List<Subscriber> subscribers = new ArrayList<>();
     private final CountDownLatch connected;
     private final CountDownLatch finished;
+    private final Duration readInterval;
     private final Thread loop;
 
-    private SseSubscribers(InetSocketAddress server, String token, String jobId, int count) throws IOException {
+    private SseSubscribers(InetSocketAddress server, String token, String jobId, int count, Duration readInterval)
+            throws IOException {
         if (count < 1) {
             throw new IllegalArgumentException("count must be >= 1, got " + count);
         }
+        if (readInterval.isNegative()) {
+            throw new IllegalArgumentException("readInterval must be >= 0, got " + readInterval);
+        }
+        this.readInterval = readInterval;
         byte[] request = ("GET /v1/jobs/" + jobId + "/events HTTP/1.1\r\nHost: " + server.getHostString() + ":"
                 + server.getPort() + "\r\nAuthorization: Bearer " + token + "\r\nAccept: text/event-stream\r\n\r\n")
                 .getBytes(StandardCharsets.US_ASCII);
@@ -74,10 +89,18 @@ public final class SseSubscribers implements AutoCloseable {
         loop = Thread.ofPlatform().name("sse-subscribers").daemon(true).start(this::run);
     }
 
-    /** Opens {@code count} event streams of job {@code jobId} (connecting in the background). */
-    public static SseSubscribers connect(InetSocketAddress server, String token, String jobId, int count)
-            throws IOException {
-        return new SseSubscribers(server, token, jobId, count);
+    private static byte[] ascii(String text) {
+        return text.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /**
+     * Opens {@code count} event streams of job {@code jobId} (connecting in the background).
+     *
+     * @param readInterval pause between rounds of reads once all are connected; zero: read as events arrive
+     */
+    public static SseSubscribers connect(InetSocketAddress server, String token, String jobId, int count,
+                                         Duration readInterval) throws IOException {
+        return new SseSubscribers(server, token, jobId, count, readInterval);
     }
 
     /** Waits until every subscriber has its {@code 200} response head (the server streams to it from then on). */
@@ -108,7 +131,12 @@ public final class SseSubscribers implements AutoCloseable {
         byte[] bytes = new byte[buffer.capacity()];
         try {
             while (finished.getCount() > 0 && selector.isOpen()) {
-                selector.select(1000);
+                if (readInterval.isZero() || connected.getCount() > 0) {
+                    selector.select(1000);
+                } else {
+                    Thread.sleep(readInterval);
+                    selector.selectNow();
+                }
                 for (SelectionKey key : selector.selectedKeys()) {
                     Subscriber subscriber = (Subscriber) key.attachment();
                     try {
@@ -138,7 +166,7 @@ public final class SseSubscribers implements AutoCloseable {
                 }
                 selector.selectedKeys().clear();
             }
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | InterruptedException e) {
             subscribers.forEach(s -> s.finish("selector failed: " + e));
         }
     }
@@ -179,8 +207,7 @@ public final class SseSubscribers implements AutoCloseable {
             for (int i = 0; i < n && !done; i++) {
                 byte b = bytes[i];
                 if (b == '\n') {
-                    int end = lineLength > 0 && line[lineLength - 1] == '\r' ? lineLength - 1 : lineLength;
-                    onLine(new String(line, 0, end, StandardCharsets.UTF_8));
+                    onLine(lineLength > 0 && line[lineLength - 1] == '\r' ? lineLength - 1 : lineLength);
                     lineLength = 0;
                 } else {
                     if (lineLength == line.length) {
@@ -195,33 +222,58 @@ public final class SseSubscribers implements AutoCloseable {
             }
         }
 
-        private void onLine(String text) {
+        /** Line {@code line[0, length)}, without its line break. */
+        private void onLine(int length) {
             if (!statusSeen) {
                 statusSeen = true;
-                if (!text.startsWith("HTTP/1.1 200")) {
-                    finish("response " + text);
+                String status = new String(line, 0, length, StandardCharsets.US_ASCII);
+                if (!status.startsWith("HTTP/1.1 200")) {
+                    finish("response " + status);
                     return;
                 }
                 connected.countDown();
             } else if (!headersDone) {
-                headersDone = text.isEmpty();
-            } else if (text.startsWith("id: ") || text.startsWith("event: ") || text.startsWith("data: ")) {
-                crc.update(text.getBytes(StandardCharsets.UTF_8));
+                headersDone = length == 0;
+            } else if (startsWith(ID, length)) {
+                crc.update(line, 0, length);
                 crc.update('\n');
-                if (text.startsWith("id: ")) {
-                    long id = Long.parseLong(text.substring(4).trim());
-                    if (lastId >= 0 && id != lastId + 1) {
-                        finish("step " + id + " after step " + lastId);
-                        return;
-                    }
-                    firstId = firstId < 0 ? id : firstId;
-                    lastId = id;
-                } else if (text.equals("event: step")) {
+                long id = parseLong(ID.length, length);
+                if (lastId >= 0 && id != lastId + 1) {
+                    finish("step " + id + " after step " + lastId);
+                    return;
+                }
+                firstId = firstId < 0 ? id : firstId;
+                lastId = id;
+            } else if (startsWith(EVENT, length) || startsWith(DATA, length)) {
+                crc.update(line, 0, length);
+                crc.update('\n');
+                if (equals(STEP_EVENT, length)) {
                     steps++;
-                } else if (text.equals("event: end")) {
+                } else if (equals(END_EVENT, length)) {
                     ended = true;
                 }
             }
+        }
+
+        private boolean startsWith(byte[] prefix, int length) {
+            return length >= prefix.length && Arrays.equals(line, 0, prefix.length, prefix, 0, prefix.length);
+        }
+
+        private boolean equals(byte[] text, int length) {
+            return length == text.length && startsWith(text, length);
+        }
+
+        private long parseLong(int from, int to) {
+            long value = 0;
+            for (int i = from; i < to; i++) {
+                int digit = line[i] - '0';
+                if (digit < 0 || digit > 9) {
+                    throw new IllegalArgumentException("event id '" + new String(line, 0, to, StandardCharsets.UTF_8)
+                            + "' is not a step number");
+                }
+                value = 10 * value + digit;
+            }
+            return value;
         }
 
         /** Closes the connection once; {@code why} is null for a normal end. Also called by {@link #close}. */

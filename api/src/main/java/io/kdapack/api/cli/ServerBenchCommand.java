@@ -30,7 +30,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,23 +47,26 @@ import picocli.CommandLine.Option;
  * same training run directly ({@link Trainer}, the loop of {@code kdapack train}) and as a job of an in-process server
  * on a loopback port, with no event subscriber and with {@code --subscribers} SSE clients in a separate JVM.
  *
- * <p>Method (like for like): every run trains the same configuration (same steps, batch, threads), starting from
- * scratch. Each run's time of the end of every step is taken in this JVM with {@link System#nanoTime}: the direct
- * loop's after each {@link Trainer#step}, the job's when its step event enters the run's {@link JobEventLog} (a
- * listener; nothing is added to the job's path). The rate is {@code (N − W) / (t_N − t_W)} over the steps after the
- * {@code --warmup} first ones, so job setup (model build, dataset opening), JIT warm-up and the subscribers'
- * connections are outside it; the last checkpoint comes after {@code t_N}. One untimed direct run warms the JIT up
- * first; the direct loop is measured before and after the server runs and its mean is the baseline, so drift of the
- * machine shows as the gap between the two. The subscribers are one NIO selector thread in a JVM of their own
- * ({@link SseSubscribersProcess}), connected before step W; each must receive every step and the end, the same bytes.
+ * <p>Method (like for like): every run trains the same configuration (same steps, batch, threads, checkpoint only after
+ * the last step), starting from scratch. Each run's time of the end of every step is taken in this JVM with
+ * {@link System#nanoTime}: the direct loop's after each {@link Trainer#step}, the job's when its step event enters the
+ * run's {@link JobEventLog} (a listener; nothing is added to the job's path). A run's rate is
+ * {@code (N − W) / (t_N − t_W)} over the steps after the {@code --warmup} first ones, so job setup (model build, dataset
+ * opening), JIT warm-up and the subscribers' connections are outside it. One untimed direct run warms the JIT up; then
+ * {@code --rounds} rounds of (direct, server, server with subscribers) and a last direct run, so that every server run
+ * lies between two direct runs whose mean is its baseline: the overhead is the median over rounds of
+ * {@code baseline / server − 1}, which cancels a drift in the machine's load and ignores a round hit by a burst of it.
+ * The subscribers are one NIO selector thread in a JVM of their own ({@link SseSubscribersProcess}), connected before
+ * step W; each must receive every step and the end, all the same bytes, or the benchmark fails.
  */
 @Command(name = "server", mixinStandardHelpOptions = true,
         description = {"Steady-state steps/s of training through the server (0 and N SSE subscribers) against the "
                 + "direct loop; JSON.",
                 "Each run: (steps - warmup) / (end of the last step - end of step warmup), step ends timed in this JVM "
-                        + "(direct: after Trainer.step; server: as the step event is logged). Subscribers: one NIO "
-                        + "thread in a separate JVM, connected before step warmup. Direct loop measured before and "
-                        + "after the server runs; overhead = mean direct steps/s / server steps/s - 1."})
+                        + "(direct: after Trainer.step; server: as the step event is logged). Rounds of (direct, "
+                        + "server, server + subscribers), then one more direct run; overhead = median over rounds of "
+                        + "(mean of the direct runs before and after) / server - 1. Subscribers: one NIO thread in a "
+                        + "separate JVM, connected before step warmup, each checked to receive every step and the end."})
 final class ServerBenchCommand implements Callable<Integer> {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String TOKEN = "bench-server-token-0123456789";
@@ -83,6 +86,10 @@ final class ServerBenchCommand implements Callable<Integer> {
 
     @Option(names = "--subscribers", defaultValue = "500", description = "SSE clients of the streamed run (default ${DEFAULT-VALUE}).")
     int subscribers;
+
+    @Option(names = "--read-interval-ms", defaultValue = "0", description = "Subscribers read every this many ms "
+            + "(0: as events arrive; default ${DEFAULT-VALUE}).")
+    long readIntervalMs;
 
     @Override
     public Integer call() throws Exception {
@@ -111,9 +118,8 @@ final class ServerBenchCommand implements Callable<Integer> {
                         streamed.add(throughServer(server, document, subscribers));
                     }
                 }
+                direct.add(direct(run, dataset, work.resolve("direct-" + rounds)));
             }
-            double bestDirect = Collections.max(direct);
-            double bestQuiet = Collections.max(quiet);
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("steps", steps);
             out.put("warmup_steps", warmup);
@@ -122,17 +128,32 @@ final class ServerBenchCommand implements Callable<Integer> {
             out.put("threads", run.train().threads() > 0 ? run.train().threads() : Runtime.getRuntime().availableProcessors());
             out.put("direct_steps_per_s", direct);
             out.put("server_steps_per_s", quiet);
-            out.put("server_subscribers", subscribers);
-            out.put("overhead_server", bestDirect / bestQuiet - 1);
+            out.put("overhead_server", medianOverhead(direct, quiet));
             if (subscribers > 0) {
+                out.put("server_subscribers", subscribers);
+                out.put("subscriber_read_interval_ms", readIntervalMs);
                 out.put("server_streamed_steps_per_s", streamed);
-                out.put("overhead_server_streamed", bestDirect / Collections.max(streamed) - 1);
+                out.put("overhead_server_streamed", medianOverhead(direct, streamed));
             }
             System.out.println(JSON.writeValueAsString(out));
         } finally {
             deleteTree(work);
         }
         return 0;
+    }
+
+    /**
+     * The median over rounds of {@code baseline / server − 1}, the baseline of round {@code r} being the mean of the
+     * direct runs just before and just after it (so that a drift of the machine's load cancels).
+     */
+    private static double medianOverhead(List<Double> direct, List<Double> server) {
+        double[] overheads = new double[server.size()];
+        for (int r = 0; r < server.size(); r++) {
+            overheads[r] = (direct.get(r) + direct.get(r + 1)) / 2 / server.get(r) - 1;
+        }
+        Arrays.sort(overheads);
+        int n = overheads.length;
+        return n % 2 == 1 ? overheads[n / 2] : (overheads[n / 2 - 1] + overheads[n / 2]) / 2;
     }
 
     /** The configuration as a job document: {@code --steps}, checkpoint at the end only, dataset relative to its root. */
@@ -171,7 +192,7 @@ final class ServerBenchCommand implements Callable<Integer> {
     /** Steady-state steps/s of a job of {@code server} with {@code count} subscribers following it. */
     private double throughServer(KdapackServer server, Map<String, Object> document, int count) throws Exception {
         InetSocketAddress address = server.address();
-        try (Subscribers followers = count == 0 ? null : new Subscribers(address, count, steps)) {
+        try (Subscribers followers = count == 0 ? null : new Subscribers(address, count, steps, readIntervalMs)) {
             String id = createJob(address, document);
             JobEventLog log = server.jobs().get(id).toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS)
                     .orElseThrow(() -> new IOException("job " + id + " is not known to the server")).events();
@@ -261,12 +282,12 @@ final class ServerBenchCommand implements Callable<Integer> {
         private final Process process;
         private final BufferedReader out;
 
-        Subscribers(InetSocketAddress server, int count, int steps) throws IOException {
+        Subscribers(InetSocketAddress server, int count, int steps, long readIntervalMs) throws IOException {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            process = new ProcessBuilder(List.of(java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+            process = new ProcessBuilder(List.of(java, "-XX:+UseSerialGC", "-Xmx256m",
                     "-cp", System.getProperty("java.class.path"), SseSubscribersProcess.class.getName(),
                     "127.0.0.1", Integer.toString(server.getPort()), TOKEN, Integer.toString(count),
-                    Integer.toString(steps))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    Integer.toString(steps), Long.toString(readIntervalMs))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         }
 
