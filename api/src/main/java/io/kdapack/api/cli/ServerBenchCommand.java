@@ -20,6 +20,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.io.Writer;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -30,7 +31,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -38,6 +38,10 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.function.ToDoubleFunction;
+import java.util.stream.DoubleStream;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -104,9 +108,9 @@ final class ServerBenchCommand implements Callable<Integer> {
         Path work = Files.createTempDirectory("kdapack-bench-server");
         try {
             direct(run, dataset, work.resolve("jit-warm-up"));
-            List<Double> direct = new ArrayList<>();
-            List<Double> quiet = new ArrayList<>();
-            List<Double> streamed = new ArrayList<>();
+            List<Run> direct = new ArrayList<>();
+            List<Run> quiet = new ArrayList<>();
+            List<Run> streamed = new ArrayList<>();
             ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, work.resolve("token"), 1 << 20,
                     dataset.getParent(), Duration.ofSeconds(30), 16, PipelineSettings.DEFAULT);
             try (KdapackServer server = KdapackServer.start(settings, TOKEN, new TrainingJobFactory(
@@ -126,15 +130,24 @@ final class ServerBenchCommand implements Callable<Integer> {
             out.put("rounds", rounds);
             out.put("tokens_per_step", (long) run.train().globalBatchSize() * run.train().seqLength());
             out.put("threads", run.train().threads() > 0 ? run.train().threads() : Runtime.getRuntime().availableProcessors());
-            out.put("direct_steps_per_s", direct);
-            out.put("server_steps_per_s", quiet);
-            out.put("overhead_server", medianOverhead(direct, quiet));
+            out.put("direct_steps_per_s", rates(direct));
+            out.put("server_steps_per_s", rates(quiet));
+            out.put("overhead_server", medianOverhead(direct, quiet, r -> 1 / r.stepsPerSecond()));
+            out.put("cpu_overhead_server", medianOverhead(direct, quiet, Run::cpuSecondsPerStep));
             if (subscribers > 0) {
                 out.put("server_subscribers", subscribers);
                 out.put("subscriber_read_interval_ms", readIntervalMs);
-                out.put("server_streamed_steps_per_s", streamed);
-                out.put("overhead_server_streamed", medianOverhead(direct, streamed));
+                out.put("server_streamed_steps_per_s", rates(streamed));
+                out.put("overhead_server_streamed", medianOverhead(direct, streamed, r -> 1 / r.stepsPerSecond()));
+                out.put("cpu_overhead_server_streamed", medianOverhead(direct, streamed, Run::cpuSecondsPerStep));
             }
+            Map<String, Double> cpu = new LinkedHashMap<>();
+            cpu.put("direct", median(direct.stream().mapToDouble(Run::cpuSecondsPerStep)));
+            cpu.put("server", median(quiet.stream().mapToDouble(Run::cpuSecondsPerStep)));
+            if (subscribers > 0) {
+                cpu.put("server_streamed", median(streamed.stream().mapToDouble(Run::cpuSecondsPerStep)));
+            }
+            out.put("median_cpu_seconds_per_step", cpu);
             System.out.println(JSON.writeValueAsString(out));
         } finally {
             deleteTree(work);
@@ -143,17 +156,30 @@ final class ServerBenchCommand implements Callable<Integer> {
     }
 
     /**
-     * The median over rounds of {@code baseline / server − 1}, the baseline of round {@code r} being the mean of the
-     * direct runs just before and just after it (so that a drift of the machine's load cancels).
+     * One run's steady state: steps/s, and CPU seconds per step of this JVM (and of the subscribers' JVM, when there is
+     * one) over the same steps: the cost in CPU, which another process's load on the machine hardly changes.
      */
-    private static double medianOverhead(List<Double> direct, List<Double> server) {
-        double[] overheads = new double[server.size()];
-        for (int r = 0; r < server.size(); r++) {
-            overheads[r] = (direct.get(r) + direct.get(r + 1)) / 2 / server.get(r) - 1;
-        }
-        Arrays.sort(overheads);
-        int n = overheads.length;
-        return n % 2 == 1 ? overheads[n / 2] : (overheads[n / 2 - 1] + overheads[n / 2]) / 2;
+    private record Run(double stepsPerSecond, double cpuSecondsPerStep) {
+    }
+
+    private static List<Double> rates(List<Run> runs) {
+        return runs.stream().map(Run::stepsPerSecond).toList();
+    }
+
+    /**
+     * The median over rounds of {@code server cost / baseline cost − 1} (cost: seconds or CPU seconds per step), the
+     * baseline of round {@code r} being the mean of the direct runs just before and just after it (so that a drift of
+     * the machine's load cancels).
+     */
+    private static double medianOverhead(List<Run> direct, List<Run> server, ToDoubleFunction<Run> cost) {
+        return median(IntStream.range(0, server.size()).mapToDouble(r -> cost.applyAsDouble(server.get(r))
+                / ((cost.applyAsDouble(direct.get(r)) + cost.applyAsDouble(direct.get(r + 1))) / 2) - 1));
+    }
+
+    private static double median(DoubleStream values) {
+        double[] sorted = values.sorted().toArray();
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 
     /** The configuration as a job document: {@code --steps}, checkpoint at the end only, dataset relative to its root. */
@@ -171,32 +197,44 @@ final class ServerBenchCommand implements Callable<Integer> {
         return document;
     }
 
-    /** Steady-state steps/s of the direct loop. */
-    private double direct(KdapackConfig run, Path dataset, Path checkpoints) throws IOException {
+    /** Steady state of the direct loop. */
+    private Run direct(KdapackConfig run, Path dataset, Path checkpoints) throws IOException {
         long[] stepEnds = new long[steps];
+        long[] cpu = new long[steps];
         try (Trainer trainer = Trainer.create(run, HybridModels.FACTORY, dataset, checkpoints)) {
             for (int i = 0; i < steps; i++) {
                 trainer.step();
                 stepEnds[i] = System.nanoTime();
+                cpu[i] = processCpuNanos();
             }
             trainer.saveCheckpoint();
         }
-        return rate(stepEnds);
+        return steadyState(stepEnds, cpu);
     }
 
-    /** {@code (N − W) / (t_N − t_W)}. */
-    private double rate(long[] stepEnds) {
-        return (steps - warmup) / ((stepEnds[steps - 1] - stepEnds[warmup - 1]) / 1e9);
+    /** Over steps {@code W+1 … N}: {@code (N − W) / (t_N − t_W)} and the CPU time they took per step. */
+    private Run steadyState(long[] stepEnds, long[] cpu) {
+        int first = warmup - 1;
+        int last = steps - 1;
+        return new Run((steps - warmup) / ((stepEnds[last] - stepEnds[first]) / 1e9),
+                (cpu[last] - cpu[first]) / 1e9 / (steps - warmup));
     }
 
-    /** Steady-state steps/s of a job of {@code server} with {@code count} subscribers following it. */
-    private double throughServer(KdapackServer server, Map<String, Object> document, int count) throws Exception {
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+    }
+
+    /** Steady state of a job of {@code server} with {@code count} subscribers following it. */
+    private Run throughServer(KdapackServer server, Map<String, Object> document, int count) throws Exception {
         InetSocketAddress address = server.address();
         try (Subscribers followers = count == 0 ? null : new Subscribers(address, count, steps, readIntervalMs)) {
             String id = createJob(address, document);
             JobEventLog log = server.jobs().get(id).toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS)
                     .orElseThrow(() -> new IOException("job " + id + " is not known to the server")).events();
-            StepClock clock = new StepClock(log, steps);
+            LongSupplier cpu = followers == null ? ServerBenchCommand::processCpuNanos
+                    : () -> processCpuNanos() + followers.cpuNanos();
+            StepClock clock = new StepClock(log, steps, cpu);
             if (clock.untimed() >= warmup) {
                 throw new IOException("the job ran " + clock.untimed() + " steps before it could be timed; raise --warmup");
             }
@@ -213,7 +251,7 @@ final class ServerBenchCommand implements Callable<Integer> {
             if (followers != null) {
                 followers.requireAllComplete();
             }
-            return rate(clock.stepEnds());
+            return clock.steadyState();
         }
     }
 
@@ -231,16 +269,20 @@ final class ServerBenchCommand implements Callable<Integer> {
     }
 
     /** Times the end of each step as the job's event log records it (the listener runs on the log's writer). */
-    private static final class StepClock {
+    private final class StepClock {
         private final JobEventLog log;
         private final long[] stepEnds;
+        private final long[] cpu;
+        private final LongSupplier cpuNanos;
         private final int untimed;
         private final CountDownLatch ended = new CountDownLatch(1);
         private int timed;
 
-        StepClock(JobEventLog log, int steps) {
+        StepClock(JobEventLog log, int steps, LongSupplier cpuNanos) {
             this.log = log;
             this.stepEnds = new long[steps];
+            this.cpu = new long[steps];
+            this.cpuNanos = cpuNanos;
             synchronized (this) {
                 log.subscribe(this::onChange);
                 untimed = log.size();
@@ -253,8 +295,11 @@ final class ServerBenchCommand implements Callable<Integer> {
 
         private synchronized void onChange() {
             long now = System.nanoTime();
-            for (int size = Math.min(log.size(), stepEnds.length); timed < size; timed++) {
+            int size = Math.min(log.size(), stepEnds.length);
+            long cpuNow = timed < size ? cpuNanos.getAsLong() : 0;
+            for (; timed < size; timed++) {
                 stepEnds[timed] = now;
+                cpu[timed] = cpuNow;
             }
             if (log.end().isPresent()) {
                 ended.countDown();
@@ -272,8 +317,8 @@ final class ServerBenchCommand implements Callable<Integer> {
             return log.end().orElseThrow();
         }
 
-        synchronized long[] stepEnds() {
-            return stepEnds.clone();
+        synchronized Run steadyState() {
+            return ServerBenchCommand.this.steadyState(stepEnds, cpu);
         }
     }
 
@@ -298,6 +343,11 @@ final class ServerBenchCommand implements Callable<Integer> {
             }
             expect("connected");
             return log.size();
+        }
+
+        /** CPU time the subscribers' JVM has used so far. */
+        long cpuNanos() {
+            return process.info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
         }
 
         void requireAllComplete() throws Exception {
