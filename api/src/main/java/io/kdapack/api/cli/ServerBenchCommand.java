@@ -85,7 +85,7 @@ final class ServerBenchCommand implements Callable<Integer> {
     @Option(names = "--warmup", defaultValue = "5", description = "First steps of each run left out of its rate (default ${DEFAULT-VALUE}).")
     int warmup;
 
-    @Option(names = "--rounds", defaultValue = "3", description = "Rounds of the three runs, interleaved (default ${DEFAULT-VALUE}).")
+    @Option(names = "--rounds", defaultValue = "5", description = "Rounds of the three runs, interleaved (default ${DEFAULT-VALUE}).")
     int rounds;
 
     @Option(names = "--subscribers", defaultValue = "500", description = "SSE clients of the streamed run (default ${DEFAULT-VALUE}).")
