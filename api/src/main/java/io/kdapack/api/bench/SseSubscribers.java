@@ -153,7 +153,7 @@ public final class SseSubscribers implements AutoCloseable {
                             buffer.clear();
                             int n = subscriber.channel.read(buffer);
                             if (n < 0) {
-                                subscriber.finish(subscriber.ended ? null : "connection closed before the end event");
+                                subscriber.finish(subscriber.ended() ? null : "connection closed before the end event");
                             } else {
                                 buffer.flip();
                                 buffer.get(bytes, 0, n);
@@ -182,21 +182,14 @@ public final class SseSubscribers implements AutoCloseable {
         }
     }
 
-    /** One connection: a line parser over the chunked response (chunk-size lines are neither id, event nor data). */
+    /** One connection and the parser of its response. */
     private final class Subscriber {
         final SocketChannel channel;
         final ByteBuffer request;
-        private byte[] line = new byte[256];
-        private int lineLength;
-        private boolean statusSeen;
-        private boolean headersDone;
-        private long firstId = -1;
-        private long lastId = -1;
-        private long steps;
-        private boolean ended;
-        private final CRC32 crc = new CRC32();
+        private final ResponseParser parser = new ResponseParser();
         private volatile String failure;
         private boolean done;
+        private boolean connectedCounted;
 
         Subscriber(SocketChannel channel, ByteBuffer request) {
             this.channel = channel;
@@ -204,7 +197,86 @@ public final class SseSubscribers implements AutoCloseable {
         }
 
         void accept(byte[] bytes, int n) {
-            for (int i = 0; i < n && !done; i++) {
+            boolean wasConnected = parser.statusSeen;
+            parser.accept(bytes, n);
+            if (parser.failure != null) {
+                finish(parser.failure);
+            } else if (!wasConnected && parser.statusSeen) {
+                countConnected();
+            }
+        }
+
+        /** Counts this subscriber in {@link #awaitConnected} once: connected, or finished without being so. */
+        private synchronized void countConnected() {
+            if (!connectedCounted) {
+                connectedCounted = true;
+                connected.countDown();
+            }
+        }
+
+        boolean ended() {
+            return parser.ended;
+        }
+
+        /** Closes the connection once; {@code why} is null for a normal end. Also called by {@link #close}. */
+        synchronized void finish(String why) {
+            if (done) {
+                return;
+            }
+            done = true;
+            failure = why;
+            countConnected(); // if it never connected, awaitConnected must not wait for it
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // the stream is over either way
+            }
+            finished.countDown();
+        }
+
+        synchronized Stream result() {
+            return parser.result(failure);
+        }
+    }
+
+    /**
+     * Runs the response parser over a synthetic stream until the JIT has compiled it, so that a fresh JVM's compilation
+     * does not land in a benchmark's measured window.
+     */
+    public static void warmUp() {
+        StringBuilder text = new StringBuilder("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n");
+        for (int step = 1; step <= 100; step++) {
+            String event = "id: " + step + "\nevent: step\ndata: {\"step\":" + step + ",\"loss\":1.0}\n\n";
+            text.append(Integer.toHexString(event.length())).append("\r\n").append(event).append("\r\n");
+        }
+        byte[] bytes = text.append("0\r\n\r\n").toString().getBytes(StandardCharsets.US_ASCII);
+        for (int i = 0; i < 2000; i++) {
+            ResponseParser parser = new ResponseParser();
+            parser.accept(bytes, bytes.length);
+            if (parser.failure != null || parser.steps != 100) {
+                throw new IllegalStateException("the warm-up stream did not parse: " + parser.result(null));
+            }
+        }
+    }
+
+    /**
+     * A line parser over the chunked {@code text/event-stream} response: status line, headers, then the body's lines
+     * (chunk-size lines are neither id, event nor data, and are skipped).
+     */
+    private static final class ResponseParser {
+        private byte[] line = new byte[256];
+        private int lineLength;
+        boolean statusSeen;
+        private boolean headersDone;
+        private long firstId = -1;
+        private long lastId = -1;
+        long steps;
+        boolean ended;
+        private final CRC32 crc = new CRC32();
+        String failure;
+
+        void accept(byte[] bytes, int n) {
+            for (int i = 0; i < n && failure == null; i++) {
                 byte b = bytes[i];
                 if (b == '\n') {
                     onLine(lineLength > 0 && line[lineLength - 1] == '\r' ? lineLength - 1 : lineLength);
@@ -212,7 +284,7 @@ public final class SseSubscribers implements AutoCloseable {
                 } else {
                     if (lineLength == line.length) {
                         if (line.length >= MAX_LINE) {
-                            finish("a line longer than " + MAX_LINE + " bytes");
+                            failure = "a line longer than " + MAX_LINE + " bytes";
                             return;
                         }
                         line = Arrays.copyOf(line, line.length * 2);
@@ -228,10 +300,8 @@ public final class SseSubscribers implements AutoCloseable {
                 statusSeen = true;
                 String status = new String(line, 0, length, StandardCharsets.US_ASCII);
                 if (!status.startsWith("HTTP/1.1 200")) {
-                    finish("response " + status);
-                    return;
+                    failure = "response " + status;
                 }
-                connected.countDown();
             } else if (!headersDone) {
                 headersDone = length == 0;
             } else if (startsWith(ID, length)) {
@@ -239,7 +309,7 @@ public final class SseSubscribers implements AutoCloseable {
                 crc.update('\n');
                 long id = parseLong(ID.length, length);
                 if (lastId >= 0 && id != lastId + 1) {
-                    finish("step " + id + " after step " + lastId);
+                    failure = "step " + id + " after step " + lastId;
                     return;
                 }
                 firstId = firstId < 0 ? id : firstId;
@@ -268,34 +338,16 @@ public final class SseSubscribers implements AutoCloseable {
             for (int i = from; i < to; i++) {
                 int digit = line[i] - '0';
                 if (digit < 0 || digit > 9) {
-                    throw new IllegalArgumentException("event id '" + new String(line, 0, to, StandardCharsets.UTF_8)
-                            + "' is not a step number");
+                    failure = "event id '" + new String(line, 0, to, StandardCharsets.UTF_8) + "' is not a step number";
+                    return value;
                 }
                 value = 10 * value + digit;
             }
             return value;
         }
 
-        /** Closes the connection once; {@code why} is null for a normal end. Also called by {@link #close}. */
-        synchronized void finish(String why) {
-            if (done) {
-                return;
-            }
-            done = true;
-            failure = why;
-            if (!statusSeen) {
-                connected.countDown(); // never connected: do not keep awaitConnected waiting for it
-            }
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // the stream is over either way
-            }
-            finished.countDown();
-        }
-
-        synchronized Stream result() {
-            return new Stream(firstId, lastId, steps, ended, crc.getValue(), failure);
+        Stream result(String closeFailure) {
+            return new Stream(firstId, lastId, steps, ended, crc.getValue(), closeFailure != null ? closeFailure : failure);
         }
     }
 }

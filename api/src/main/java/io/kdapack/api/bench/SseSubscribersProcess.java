@@ -10,8 +10,8 @@ import java.util.List;
 /**
  * {@link SseSubscribers} in a JVM of their own, so that a benchmark's clients do not share the server's heap, JIT and
  * safepoints. Arguments: {@code HOST PORT TOKEN COUNT EXPECTED_STEPS
- * READ_INTERVAL_MS}; reads the job id from the first line of standard
- * input, prints {@code connected} once every stream has its response head, then, when every stream has ended, one
+ * READ_INTERVAL_MS}; warms its parser up ({@link SseSubscribers#warmUp}) and prints {@code ready}, reads the job id from
+ * the first line of standard input, prints {@code connected} once every stream has its response head, then, when every stream has ended, one
  * line {@code result <complete> <count> <distinct CRCs> <first failure or ->} and exits (0 when all are complete and
  * received the same bytes).
  */
@@ -29,6 +29,9 @@ public final class SseSubscribersProcess {
         InetSocketAddress server = new InetSocketAddress(args[0], Integer.parseInt(args[1]));
         int count = Integer.parseInt(args[3]);
         long expectedSteps = Long.parseLong(args[4]);
+        SseSubscribers.warmUp();
+        System.out.println("ready");
+        System.out.flush();
         String jobId = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
         Duration readInterval = Duration.ofMillis(Long.parseLong(args[5]));
         try (SseSubscribers subscribers = SseSubscribers.connect(server, args[2], jobId, count, readInterval)) {

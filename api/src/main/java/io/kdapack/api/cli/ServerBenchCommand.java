@@ -60,8 +60,8 @@ import picocli.CommandLine.Option;
  * {@code --rounds} rounds of (direct, server, server with subscribers) and a last direct run, so that every server run
  * lies between two direct runs whose mean is its baseline: the overhead is the median over rounds of
  * {@code baseline / server − 1}, which cancels a drift in the machine's load and ignores a round hit by a burst of it.
- * The subscribers are one NIO selector thread in a JVM of their own ({@link SseSubscribersProcess}), connected before
- * step W; each must receive every step and the end, all the same bytes, or the benchmark fails.
+ * The subscribers are one NIO selector thread in a JVM of their own ({@link SseSubscribersProcess}), warmed up before
+ * the job starts and connected before step W; each must receive every step and the end, all the same bytes, or the benchmark fails.
  */
 @Command(name = "server", mixinStandardHelpOptions = true,
         description = {"Steady-state steps/s of training through the server (0 and N SSE subscribers) against the "
@@ -334,6 +334,7 @@ final class ServerBenchCommand implements Callable<Integer> {
                     "127.0.0.1", Integer.toString(server.getPort()), TOKEN, Integer.toString(count),
                     Integer.toString(steps), Long.toString(readIntervalMs))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+            expect("ready"); // its JIT warm-up done before the job starts
         }
 
         /** Connects every subscriber to job {@code id}; returns the steps the job had logged once they all were. */
