@@ -60,8 +60,8 @@ import picocli.CommandLine.Option;
  * {@code --rounds} rounds of (direct, server, server with subscribers) and a last direct run, so that every server run
  * lies between two direct runs whose mean is its baseline: the overhead is the median over rounds of
  * {@code baseline / server − 1}, which cancels a drift in the machine's load and ignores a round hit by a burst of it.
- * The subscribers are one NIO selector thread in a JVM of their own ({@link SseSubscribersProcess}), warmed up before
- * the job starts and connected before step W; each must receive every step and the end, all the same bytes, or the benchmark fails.
+ * The subscribers are one NIO selector thread in a JVM of their own ({@link SseSubscribersProcess}), one JVM for all
+ * rounds, warmed up before the first job and connected to each job before its step W; each must receive every step and the end, all the same bytes, or the benchmark fails.
  */
 @Command(name = "server", mixinStandardHelpOptions = true,
         description = {"Steady-state steps/s of training through the server (0 and N SSE subscribers) against the "
@@ -114,12 +114,14 @@ final class ServerBenchCommand implements Callable<Integer> {
             ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, work.resolve("token"), 1 << 20,
                     dataset.getParent(), Duration.ofSeconds(30), 16, PipelineSettings.DEFAULT);
             try (KdapackServer server = KdapackServer.start(settings, TOKEN, new TrainingJobFactory(
-                    new DataRoot(dataset.getParent()), work.resolve("jobs"), HybridModels.FACTORY))) {
+                    new DataRoot(dataset.getParent()), work.resolve("jobs"), HybridModels.FACTORY));
+                 Subscribers followers = subscribers == 0 ? null
+                         : new Subscribers(server.address(), subscribers, steps, readIntervalMs)) {
                 for (int round = 0; round < rounds; round++) {
                     direct.add(direct(run, dataset, work.resolve("direct-" + round)));
-                    quiet.add(throughServer(server, document, 0));
-                    if (subscribers > 0) {
-                        streamed.add(throughServer(server, document, subscribers));
+                    quiet.add(throughServer(server, document, null));
+                    if (followers != null) {
+                        streamed.add(throughServer(server, document, followers));
                     }
                 }
                 direct.add(direct(run, dataset, work.resolve("direct-" + rounds)));
@@ -225,34 +227,33 @@ final class ServerBenchCommand implements Callable<Integer> {
                 .getProcessCpuTime();
     }
 
-    /** Steady state of a job of {@code server} with {@code count} subscribers following it. */
-    private Run throughServer(KdapackServer server, Map<String, Object> document, int count) throws Exception {
+    /** Steady state of a job of {@code server} with {@code followers} (null: none) following it. */
+    private Run throughServer(KdapackServer server, Map<String, Object> document, Subscribers followers)
+            throws Exception {
         InetSocketAddress address = server.address();
-        try (Subscribers followers = count == 0 ? null : new Subscribers(address, count, steps, readIntervalMs)) {
-            String id = createJob(address, document);
-            JobEventLog log = server.jobs().get(id).toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS)
-                    .orElseThrow(() -> new IOException("job " + id + " is not known to the server")).events();
-            LongSupplier cpu = followers == null ? ServerBenchCommand::processCpuNanos
-                    : () -> processCpuNanos() + followers.cpuNanos();
-            StepClock clock = new StepClock(log, steps, cpu);
-            if (clock.untimed() >= warmup) {
-                throw new IOException("the job ran " + clock.untimed() + " steps before it could be timed; raise --warmup");
-            }
-            if (followers != null) {
-                int before = followers.follow(id, log);
-                if (before >= warmup) {
-                    throw new IOException("the subscribers connected after step " + before + "; raise --warmup");
-                }
-            }
-            EndEvent end = clock.awaitEnd();
-            if (end.state() != JobState.SUCCEEDED) {
-                throw new IOException("job " + id + " ended " + end);
-            }
-            if (followers != null) {
-                followers.requireAllComplete();
-            }
-            return clock.steadyState();
+        String id = createJob(address, document);
+        JobEventLog log = server.jobs().get(id).toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS)
+                .orElseThrow(() -> new IOException("job " + id + " is not known to the server")).events();
+        LongSupplier cpu = followers == null ? ServerBenchCommand::processCpuNanos
+                : () -> processCpuNanos() + followers.cpuNanos();
+        StepClock clock = new StepClock(log, steps, cpu);
+        if (clock.untimed() >= warmup) {
+            throw new IOException("the job ran " + clock.untimed() + " steps before it could be timed; raise --warmup");
         }
+        if (followers != null) {
+            int before = followers.follow(id, log);
+            if (before >= warmup) {
+                throw new IOException("the subscribers connected after step " + before + "; raise --warmup");
+            }
+        }
+        EndEvent end = clock.awaitEnd();
+        if (end.state() != JobState.SUCCEEDED) {
+            throw new IOException("job " + id + " ended " + end);
+        }
+        if (followers != null) {
+            followers.requireAllComplete();
+        }
+        return clock.steadyState();
     }
 
     private static String createJob(InetSocketAddress address, Map<String, Object> document) throws Exception {
@@ -322,10 +323,15 @@ final class ServerBenchCommand implements Callable<Integer> {
         }
     }
 
-    /** The subscribers' JVM ({@link SseSubscribersProcess}), started before the job so its start-up is not timed. */
+    /**
+     * The subscribers' JVM ({@link SseSubscribersProcess}): one for all the streamed runs, started and warmed up before
+     * the first job, so that neither its start-up nor its JIT is timed.
+     */
     private static final class Subscribers implements AutoCloseable {
         private final Process process;
         private final BufferedReader out;
+        private final Writer in;
+        private final int count;
 
         Subscribers(InetSocketAddress server, int count, int steps, long readIntervalMs) throws IOException {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -334,14 +340,15 @@ final class ServerBenchCommand implements Callable<Integer> {
                     "127.0.0.1", Integer.toString(server.getPort()), TOKEN, Integer.toString(count),
                     Integer.toString(steps), Long.toString(readIntervalMs))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-            expect("ready"); // its JIT warm-up done before the job starts
+            in = process.outputWriter(StandardCharsets.UTF_8);
+            this.count = count;
+            expect("ready"); // its JIT warm-up done before the first job starts
         }
 
         /** Connects every subscriber to job {@code id}; returns the steps the job had logged once they all were. */
         int follow(String id, JobEventLog log) throws IOException {
-            try (Writer in = process.outputWriter(StandardCharsets.UTF_8)) {
-                in.write(id + "\n");
-            }
+            in.write(id + "\n");
+            in.flush();
             expect("connected");
             return log.size();
         }
@@ -353,7 +360,7 @@ final class ServerBenchCommand implements Callable<Integer> {
 
         void requireAllComplete() throws Exception {
             String result = expect("result");
-            if (!process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) || process.exitValue() != 0) {
+            if (!result.startsWith("result " + count + " " + count + " 1 ")) {
                 throw new IOException("not every subscriber received every step and the end, the same bytes: "
                         + result);
             }
@@ -367,9 +374,13 @@ final class ServerBenchCommand implements Callable<Integer> {
             return line;
         }
 
+        /** Ends the subscribers' JVM (end of its input), or kills it if it does not exit. */
         @Override
-        public void close() {
-            process.destroy();
+        public void close() throws IOException, InterruptedException {
+            in.close();
+            if (!process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+            }
         }
     }
 
