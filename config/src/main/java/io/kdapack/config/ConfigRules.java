@@ -67,9 +67,7 @@ final class ConfigRules {
                     "expected null (generate one) or a non-empty token without whitespace")),
             Map.entry("server.token_file", nonBlank()),
             Map.entry("server.max_body_bytes", new Rule(v -> (long) v >= 1, "expected an integer >= 1")),
-            Map.entry("server.data_root", nonBlank()),
-            Map.entry("server.event_flush_ms", new Rule(v -> (long) v >= 0 && (long) v <= 60_000,
-                    "expected an integer in [0, 60000]")));
+            Map.entry("server.data_root", nonBlank()));
 
     private ConfigRules() {
     }

@@ -9,13 +9,10 @@ package io.kdapack.config;
  * @param tokenFile    where a generated token is written (readable only by the user)
  * @param maxBodyBytes largest accepted request body
  * @param dataRoot     dataset paths in requests must lie under this directory
- * @param eventFlushMs shortest time between two writes to one event stream; events that come sooner wait and go out
- *                     together (0: each event is written as it comes)
  */
-public record ServerConfig(String host, int port, String token, String tokenFile, long maxBodyBytes, String dataRoot,
-                           long eventFlushMs) {
+public record ServerConfig(String host, int port, String token, String tokenFile, long maxBodyBytes, String dataRoot) {
 
     public static ServerConfig defaults() {
-        return new ServerConfig("127.0.0.1", 8080, null, "runs/server-token", 16L << 20, ".", 0);
+        return new ServerConfig("127.0.0.1", 8080, null, "runs/server-token", 16L << 20, ".");
     }
 }

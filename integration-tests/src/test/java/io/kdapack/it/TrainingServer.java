@@ -44,7 +44,7 @@ final class TrainingServer implements AutoCloseable {
     TrainingServer(Path dataRoot, Path jobsDir) throws Exception {
         ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, jobsDir.resolveSibling("token"),
                 1 << 20, dataRoot, Duration.ofSeconds(30), 16,
-                new PipelineSettings(2, WAIT, WAIT, WAIT), Duration.ZERO);
+                new PipelineSettings(2, WAIT, WAIT, WAIT));
         server = KdapackServer.start(settings, TOKEN,
                 new TrainingJobFactory(new DataRoot(dataRoot), jobsDir, HybridModels.FACTORY));
         base = URI.create("http://127.0.0.1:" + server.address().getPort());

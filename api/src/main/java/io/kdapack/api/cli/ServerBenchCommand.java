@@ -95,10 +95,6 @@ final class ServerBenchCommand implements Callable<Integer> {
             + "(0: as events arrive; default ${DEFAULT-VALUE}).")
     long readIntervalMs;
 
-    @Option(names = "--event-flush-ms", defaultValue = "0", description = "The server's server.event_flush_ms "
-            + "(default ${DEFAULT-VALUE}: each event written as it comes).")
-    long eventFlushMs;
-
     @Override
     public Integer call() throws Exception {
         if (warmup < 1 || steps <= warmup || subscribers < 0 || rounds < 1) {
@@ -116,8 +112,7 @@ final class ServerBenchCommand implements Callable<Integer> {
             List<Run> quiet = new ArrayList<>();
             List<Run> streamed = new ArrayList<>();
             ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, work.resolve("token"), 1 << 20,
-                    dataset.getParent(), Duration.ofSeconds(30), 16, PipelineSettings.DEFAULT,
-                    Duration.ofMillis(eventFlushMs));
+                    dataset.getParent(), Duration.ofSeconds(30), 16, PipelineSettings.DEFAULT);
             try (KdapackServer server = KdapackServer.start(settings, TOKEN, new TrainingJobFactory(
                     new DataRoot(dataset.getParent()), work.resolve("jobs"), HybridModels.FACTORY));
                  Subscribers followers = subscribers == 0 ? null
@@ -144,7 +139,6 @@ final class ServerBenchCommand implements Callable<Integer> {
             if (subscribers > 0) {
                 out.put("server_subscribers", subscribers);
                 out.put("subscriber_read_interval_ms", readIntervalMs);
-                out.put("server_event_flush_ms", eventFlushMs);
                 out.put("server_streamed_steps_per_s", rates(streamed));
                 out.put("overhead_server_streamed", medianOverhead(direct, streamed, r -> 1 / r.stepsPerSecond()));
                 out.put("cpu_overhead_server_streamed", medianOverhead(direct, streamed, Run::cpuSecondsPerStep));

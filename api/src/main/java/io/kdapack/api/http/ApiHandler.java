@@ -20,7 +20,6 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.QueryStringDecoder;
-import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -48,7 +47,6 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final ServerMetrics metrics;
     private final byte[] openApi;
     private final SseFrames.Registry frames;
-    private final Duration eventFlush;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -68,12 +66,9 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                            String lastEventId) {
     }
 
-    /** @param eventFlush shortest time between two writes to one event stream (see {@link EventStreamHandler}) */
-    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
-                      Duration eventFlush) {
+    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames) {
         this.jobs = jobs;
         this.frames = frames;
-        this.eventFlush = eventFlush;
         this.metrics = metrics;
         this.openApi = openApi;
     }
@@ -159,8 +154,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 yield jobs.get(id).thenApply(handle -> {
                     JobHandle job = handle.orElseThrow(() -> ApiException.notFound("no job " + id));
                     // The stream owns the connection from now on; a further request on it is dropped.
-                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen,
-                            eventFlush));
+                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen));
                     return new Streaming();
                 });
             }

@@ -14,8 +14,6 @@ import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -31,9 +29,6 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
 
     private final JobEventLog log;
     private final SseFrames frames;
-    private final long flushIntervalNanos;
-    /** When this stream last wrote (event-loop confined). */
-    private long lastWriteNanos;
     private int next;
     private final AtomicBoolean pumpScheduled = new AtomicBoolean();
     private ChannelHandlerContext context;
@@ -41,17 +36,13 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
     private boolean ended;
 
     /**
-     * @param frames        the run's encoded events, shared with its other streams
-     * @param lastSeenStep  the last step the client already has (0 or negative: from the run's first step)
-     * @param flushInterval shortest time between two writes of this stream: step events that come sooner wait and go
-     *                      out together (the end event never waits); zero: each event as it comes
+     * @param frames       the run's encoded events, shared with its other streams
+     * @param lastSeenStep the last step the client already has (0 or negative: from the run's first step)
      */
-    public EventStreamHandler(JobEventLog log, SseFrames frames, long lastSeenStep, Duration flushInterval) {
+    public EventStreamHandler(JobEventLog log, SseFrames frames, long lastSeenStep) {
         this.log = log;
         this.frames = frames;
         this.next = log.indexAfter(lastSeenStep);
-        this.flushIntervalNanos = flushInterval.toNanos();
-        this.lastWriteNanos = System.nanoTime() - flushIntervalNanos;
     }
 
     @Override
@@ -86,28 +77,14 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
         stopListening();
     }
 
-    /** Called on the event log's writer thread: hand the work to the channel's event loop, once (the end at once). */
+    /** Called on the event log's writer thread: hand the work to the channel's event loop, once. */
     private void schedulePump() {
-        if (log.end().isPresent()) {
-            context.executor().execute(this::pump);
-        } else if (pumpScheduled.compareAndSet(false, true)) {
-            context.executor().execute(this::pumpWhenDue);
+        if (pumpScheduled.compareAndSet(false, true)) {
+            context.executor().execute(() -> {
+                pumpScheduled.set(false);
+                pump();
+            });
         }
-    }
-
-    /** On the event loop: pump now, or when the flush interval since the last write is over. */
-    private void pumpWhenDue() {
-        long wait = lastWriteNanos + flushIntervalNanos - System.nanoTime();
-        if (wait > 0) {
-            context.executor().schedule(this::scheduledPump, wait, TimeUnit.NANOSECONDS);
-        } else {
-            scheduledPump();
-        }
-    }
-
-    private void scheduledPump() {
-        pumpScheduled.set(false);
-        pump();
     }
 
     /** Writes what the client has not seen yet, as far as the channel accepts; runs on the event loop. */
@@ -119,7 +96,6 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
             EndEvent end = log.end().orElse(null); // read the end before the size: then size is final
             if (next < log.size()) {
                 context.write(new DefaultHttpContent(frames.step(log, next++)));
-                lastWriteNanos = System.nanoTime();
             } else if (end != null) {
                 ended = true;
                 stopListening();

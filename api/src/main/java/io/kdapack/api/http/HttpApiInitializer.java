@@ -6,7 +6,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.Channel;
 import io.netty.handler.codec.http.HttpServerCodec;
-import java.time.Duration;
 
 /** Builds each connection's pipeline: HTTP codec, response metrics, body limit, auth, then the API. */
 public final class HttpApiInitializer extends ChannelInitializer<Channel> {
@@ -17,12 +16,8 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
     private final int maxBodyBytes;
     private final byte[] openApi;
     private final SseFrames.Registry frames = new SseFrames.Registry();
-    private final Duration eventFlush;
 
-    /** @param eventFlush shortest time between two writes to one event stream (zero: each event as it comes) */
-    public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi,
-                              Duration eventFlush) {
-        this.eventFlush = eventFlush;
+    public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi) {
         this.jobs = jobs;
         this.metrics = metrics;
         this.token = token;
@@ -37,6 +32,6 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
         pipeline.addLast("response-metrics", new ResponseMetricsHandler(metrics::countResponse));
         pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
         pipeline.addLast("auth", new BearerAuthHandler(token));
-        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames, eventFlush));
+        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames));
     }
 }

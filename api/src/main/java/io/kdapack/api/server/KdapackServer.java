@@ -58,8 +58,7 @@ public final class KdapackServer implements AutoCloseable {
                 .daemon(true).factory());
         try {
             var jobs = new JobService(actors, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
-            var initializer = new HttpApiInitializer(jobs, new ServerMetrics(), token, settings.maxBodyBytes(), openApi,
-                    settings.eventFlush());
+            var initializer = new HttpApiInitializer(jobs, new ServerMetrics(), token, settings.maxBodyBytes(), openApi);
             var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
             return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
                     .plus(settings.pipeline().stepTimeout()));

@@ -19,10 +19,9 @@ import java.time.Duration;
  * @param askTimeout     longest an HTTP call waits on the job actors before answering 503
  * @param retainFinished finished jobs whose status and event history are kept
  * @param pipeline       actor pipeline settings of every job
- * @param eventFlush     shortest time between two writes to one event stream (zero: each event as it comes)
  */
 public record ServerSettings(String bind, int port, String token, Path tokenFile, int maxBodyBytes, Path dataRoot,
-                             Duration askTimeout, int retainFinished, PipelineSettings pipeline, Duration eventFlush) {
+                             Duration askTimeout, int retainFinished, PipelineSettings pipeline) {
 
     public ServerSettings {
         if (bind == null || bind.isBlank()) {
@@ -44,9 +43,6 @@ public record ServerSettings(String bind, int port, String token, Path tokenFile
         if (retainFinished < 0) {
             throw new IllegalArgumentException("retainFinished must be >= 0, got " + retainFinished);
         }
-        if (eventFlush.isNegative()) {
-            throw new IllegalArgumentException("server.event_flush_ms must be >= 0, got " + eventFlush.toMillis());
-        }
     }
 
     /**
@@ -60,26 +56,26 @@ public record ServerSettings(String bind, int port, String token, Path tokenFile
         }
         return new ServerSettings(server.host(), server.port(), server.token(), Path.of(server.tokenFile()),
                 (int) server.maxBodyBytes(), Path.of(server.dataRoot()), Duration.ofSeconds(30), 32,
-                PipelineSettings.DEFAULT, Duration.ofMillis(server.eventFlushMs()));
+                PipelineSettings.DEFAULT);
     }
 
     public ServerSettings withBind(String newBind) {
         return new ServerSettings(newBind, port, token, tokenFile, maxBodyBytes, dataRoot, askTimeout, retainFinished,
-                pipeline, eventFlush);
+                pipeline);
     }
 
     public ServerSettings withPort(int newPort) {
         return new ServerSettings(bind, newPort, token, tokenFile, maxBodyBytes, dataRoot, askTimeout, retainFinished,
-                pipeline, eventFlush);
+                pipeline);
     }
 
     public ServerSettings withToken(String newToken, Path newTokenFile) {
         return new ServerSettings(bind, port, newToken, newTokenFile, maxBodyBytes, dataRoot, askTimeout,
-                retainFinished, pipeline, eventFlush);
+                retainFinished, pipeline);
     }
 
     public ServerSettings withMaxBodyBytes(int newMaxBodyBytes) {
         return new ServerSettings(bind, port, token, tokenFile, newMaxBodyBytes, dataRoot, askTimeout, retainFinished,
-                pipeline, eventFlush);
+                pipeline);
     }
 }

@@ -16,7 +16,6 @@ import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.LastHttpContent;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
@@ -76,7 +75,7 @@ class EventStreamHandlerTest {
     void streamsStepsWithIdsThenTheEndEventAndCloses() {
         JobEventLog log = new JobEventLog(10);
         log.append(step(1));
-        EmbeddedChannel channel = new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0, Duration.ZERO));
+        EmbeddedChannel channel = new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0));
         List<Object> heads = new ArrayList<>();
         String first = drain(channel, heads);
         assertEquals("text/event-stream; charset=utf-8",
@@ -96,36 +95,15 @@ class EventStreamHandlerTest {
     }
 
     @Test
-    void withAFlushIntervalStepsThatComeSoonerWaitButTheEndGoesOutAtOnceWithThem() {
-        JobEventLog log = new JobEventLog(10);
-        log.append(step(1));
-        EmbeddedChannel channel = new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0, Duration.ofHours(1)));
-        List<Object> heads = new ArrayList<>();
-        assertEquals(List.of(1L), ids(drain(channel, heads)), "the first write is not held back");
-
-        log.append(step(2));
-        log.append(step(3));
-        channel.runPendingTasks();
-        assertEquals(List.of(), ids(drain(channel, heads)), "steps 2 and 3 wait for the interval");
-
-        log.end(new EndEvent(JobState.SUCCEEDED, 3, null));
-        channel.runPendingTasks();
-        String rest = drain(channel, heads);
-        assertEquals(List.of(2L, 3L), ids(rest), "the end does not wait, and takes the waiting steps along");
-        assertTrue(rest.endsWith("event: end\ndata: {\"state\":\"succeeded\",\"step\":3,\"error\":null}\n\n"), rest);
-        assertFalse(channel.isOpen());
-    }
-
-    @Test
     void aLateClientStartsAfterTheStepItNames() {
         JobEventLog log = new JobEventLog(10);
         for (long s = 1; s <= 6; s++) {
             log.append(step(s));
         }
-        assertEquals(List.of(4L, 5L, 6L), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 3, Duration.ZERO)), new ArrayList<>())));
+        assertEquals(List.of(4L, 5L, 6L), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 3)), new ArrayList<>())));
         assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L),
-                ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0, Duration.ZERO)), new ArrayList<>())));
-        assertEquals(List.of(), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 99, Duration.ZERO)), new ArrayList<>())));
+                ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0)), new ArrayList<>())));
+        assertEquals(List.of(), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 99)), new ArrayList<>())));
     }
 
     @Test
@@ -136,7 +114,7 @@ class EventStreamHandlerTest {
         SlowClientChannel channel = new SlowClientChannel();
         channel.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1024, highWaterMark));
         channel.stalled = true;
-        channel.pipeline().addLast(new EventStreamHandler(log, new SseFrames(), 0, Duration.ZERO));
+        channel.pipeline().addLast(new EventStreamHandler(log, new SseFrames(), 0));
         for (long s = 1; s <= steps; s++) {
             log.append(step(s));
         }
