@@ -2,6 +2,7 @@ package io.kdapack.core.kda;
 
 import java.util.Arrays;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.IntConsumer;
 import java.util.stream.IntStream;
 
@@ -13,8 +14,23 @@ import java.util.stream.IntStream;
  * {@code dq}/{@code dk} under grouped value attention). The sums over value heads of one q/k head and over
  * tokens ({@code dA_log}, {@code dt_bias}) run after the parallel part in a fixed order, so results are
  * bitwise the same for every thread count.
+ *
+ * <p>A training forward ({@link #forwardForBackward}) keeps each head's gathered rows and what the subclass
+ * returns for it ({@code H}), so that the backward gathers nothing and need not run the forward again.
+ *
+ * @param <H> what one head's forward keeps for its backward
  */
-abstract class HeadParallelBackend implements KdaBackend {
+abstract class HeadParallelBackend<H> implements KdaBackend {
+
+    /** How much of a head's forward to keep for the backward. */
+    enum Keep {
+        /** Nothing: a forward without backward. */
+        NOTHING,
+        /** The states the backward restarts from. */
+        STATES,
+        /** The states and every intermediate the backward reads. */
+        INTERMEDIATES
+    }
 
     private final int threads;
     private final ForkJoinPool pool;
@@ -59,47 +75,56 @@ abstract class HeadParallelBackend implements KdaBackend {
      *
      * @param state {@code [K,V]} the initial state on entry, the final state on return
      * @param o     {@code [L,V]} outputs to fill
+     * @param keep  what to keep for {@link #backwardHead}
+     * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
-    abstract void forwardHead(HeadSequence s, float[] state, float[] o);
+    abstract H forwardHead(HeadSequence s, float[] state, float[] o, Keep keep);
 
     /**
      * Runs one head backward.
      *
      * @param h0     {@code [K,V]} initial state (not changed)
+     * @param kept   what {@link #forwardHead} kept for this head
      * @param dO     {@code [L,V]} upstream gradient of the outputs
      * @param dState {@code [K,V]} the gradient of the final state on entry, of the initial state on return
      * @param grads  gradients to fill (zero on entry)
      */
-    abstract void backwardHead(HeadSequence s, float[] h0, float[] dO, float[] dState, HeadGradients grads);
+    abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dState, HeadGradients grads);
+
+    /** What a training forward of {@code in} keeps; {@link Keep#STATES} unless a subclass knows better. */
+    Keep keepForBackward(KdaInputs in) {
+        return Keep.STATES;
+    }
 
     @Override
     public KdaResult forward(KdaInputs in, KdaOptions options) {
-        in.validate(options);
-        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options);
-        int hv = in.valueHeads();
-        int vd = in.valueDim();
-        int stateSize = in.keyDim() * vd;
-        float[] o = new float[in.tokens() * hv * vd];
-        float[] ht = new float[Math.toIntExact(in.stateSize())];
-        Segments seg = in.segments();
-        runTasks(in, task -> {
-            int n = task / hv;
-            int vh = task % hv;
-            HeadSequence s = gather(in, p, n, vh);
-            float[] state = initialState(in, n, vh);
-            float[] out = new float[s.length() * vd];
-            forwardHead(s, state, out);
-            scatterRows(out, o, seg.start(n), s.length(), hv, vh, vd);
-            System.arraycopy(state, 0, ht, (n * hv + vh) * stateSize, stateSize);
-        });
-        return new KdaResult(o, ht);
+        return record(in, options, Keep.NOTHING).result();
+    }
+
+    @Override
+    public KdaTape forwardForBackward(KdaInputs in, KdaOptions options) {
+        return record(in, options, keepForBackward(in));
     }
 
     @Override
     public KdaGradients backward(KdaInputs in, KdaOptions options, float[] dO, float[] dHt) {
         in.validate(options);
         in.validateUpstream(dO, dHt);
-        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options);
+        return backward(forwardForBackward(in, options), dO, dHt);
+    }
+
+    @Override
+    public KdaGradients backward(KdaTape tape, float[] dO, float[] dHt) {
+        if (!(tape instanceof Tape recorded) || recorded.owner != this) {
+            return backward(tape.inputs(), tape.options(), dO, dHt);
+        }
+        if (!recorded.used.compareAndSet(false, true)) {
+            throw new IllegalStateException("tape: a backward already ran through this KDA forward; "
+                    + "run the forward again for another backward");
+        }
+        KdaInputs in = recorded.inputs();
+        KdaOptions options = recorded.options();
+        in.validateUpstream(dO, dHt);
         int t = in.tokens();
         int hv = in.valueHeads();
         int kd = in.keyDim();
@@ -115,13 +140,15 @@ abstract class HeadParallelBackend implements KdaBackend {
         runTasks(in, task -> {
             int n = task / hv;
             int vh = task % hv;
-            HeadSequence s = gather(in, p, n, vh);
+            HeadSequence s = recorded.sequences[task];
+            recorded.sequences[task] = null;
             int start = seg.start(n);
             float[] dOut = gatherRows(dO, start, s.length(), hv, vh, vd);
             float[] dState = dHt == null ? new float[stateSize]
                     : Arrays.copyOfRange(dHt, (n * hv + vh) * stateSize, (n * hv + vh + 1) * stateSize);
             HeadGradients grads = HeadGradients.zeros(s.length(), kd, vd);
-            backwardHead(s, initialState(in, n, vh), dOut, dState, grads);
+            backwardHead(s, initialState(in, n, vh), kept(recorded, task), dOut, dState, grads);
+            recorded.heads[task] = null;
             scatterRows(grads.dq(), dqPerValueHead, start, s.length(), hv, vh, kd);
             scatterRows(grads.dk(), dkPerValueHead, start, s.length(), hv, vh, kd);
             scatterRows(grads.dv(), dv, start, s.length(), hv, vh, vd);
@@ -133,8 +160,83 @@ abstract class HeadParallelBackend implements KdaBackend {
         });
         float[] dq = sumValueHeadGroups(dqPerValueHead, t, in.heads(), hv, kd);
         float[] dk = sumValueHeadGroups(dkPerValueHead, t, in.heads(), hv, kd);
-        KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, options, p, dq, dk, dDecay, dBeta);
+        KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, options, recorded.prepared, dq, dk, dDecay, dBeta);
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
+    }
+
+    /** Runs the forward of every head, keeping {@code keep} of each (nothing kept for {@link Keep#NOTHING}). */
+    private Tape record(KdaInputs in, KdaOptions options, Keep keep) {
+        in.validate(options);
+        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options);
+        int hv = in.valueHeads();
+        int vd = in.valueDim();
+        int stateSize = in.keyDim() * vd;
+        float[] o = new float[in.tokens() * hv * vd];
+        float[] ht = new float[Math.toIntExact(in.stateSize())];
+        Segments seg = in.segments();
+        int tasks = seg.count() * hv;
+        HeadSequence[] sequences = keep == Keep.NOTHING ? null : new HeadSequence[tasks];
+        Object[] heads = keep == Keep.NOTHING ? null : new Object[tasks];
+        runTasks(in, task -> {
+            int n = task / hv;
+            int vh = task % hv;
+            HeadSequence s = gather(in, p, n, vh);
+            float[] state = initialState(in, n, vh);
+            float[] out = new float[s.length() * vd];
+            H kept = forwardHead(s, state, out, keep);
+            if (sequences != null) {
+                sequences[task] = s;
+                heads[task] = kept;
+            }
+            scatterRows(out, o, seg.start(n), s.length(), hv, vh, vd);
+            System.arraycopy(state, 0, ht, (n * hv + vh) * stateSize, stateSize);
+        });
+        return new Tape(this, in, options, new KdaResult(o, ht), p, sequences, heads);
+    }
+
+    /** A forward recorded by this backend: the prepared inputs, each head's rows and what it kept. */
+    private static final class Tape implements KdaTape {
+        private final HeadParallelBackend<?> owner;
+        private final KdaInputs inputs;
+        private final KdaOptions options;
+        private final KdaResult result;
+        private final KdaPreprocess.Prepared prepared;
+        /** Per task {@code n·HV + hv}; cleared as the backward consumes them. */
+        private final HeadSequence[] sequences;
+        private final Object[] heads;
+        private final AtomicBoolean used = new AtomicBoolean();
+
+        Tape(HeadParallelBackend<?> owner, KdaInputs inputs, KdaOptions options, KdaResult result, KdaPreprocess.Prepared prepared,
+             HeadSequence[] sequences, Object[] heads) {
+            this.owner = owner;
+            this.inputs = inputs;
+            this.options = options;
+            this.result = result;
+            this.prepared = prepared;
+            this.sequences = sequences;
+            this.heads = heads;
+        }
+
+        @Override
+        public KdaInputs inputs() {
+            return inputs;
+        }
+
+        @Override
+        public KdaOptions options() {
+            return options;
+        }
+
+        @Override
+        public KdaResult result() {
+            return result;
+        }
+    }
+
+    /** What this backend's {@link #forwardHead} kept for {@code task} of a tape it recorded. */
+    @SuppressWarnings("unchecked") // the tape's owner is this backend, whose forwardHead returns an H
+    private H kept(Tape tape, int task) {
+        return (H) tape.heads[task];
     }
 
     /** Runs {@code task(n·HV + hv)} for every (sequence, value head), longest sequences first. */

@@ -88,6 +88,11 @@ final class KdaChunk {
         return kd == keyDim && vd == valueDim;
     }
 
+    /** Whether {@code intermediates} were made for this chunk's dimensions. */
+    boolean fits(Intermediates intermediates) {
+        return intermediates.kd == kd && intermediates.vd == vd;
+    }
+
     /**
      * Forward of the chunk of {@code len} tokens starting at row {@code first} of {@code s}: adds the
      * outputs to {@code o [L_seq,V]} (unless null) and advances {@code state [K,V]} in place. The forward
@@ -263,6 +268,8 @@ final class KdaChunk {
 
     /** What the forward computes before the outputs, kept so that the backward need not recompute it. */
     static final class Intermediates {
+        final int kd;
+        final int vd;
         final float[] expPrefix;
         final float[] expSuffix;
         final float[] expLast;
@@ -277,6 +284,8 @@ final class KdaChunk {
         final float[] vNew;
 
         Intermediates(int kd, int vd) {
+            this.kd = kd;
+            this.vd = vd;
             expPrefix = new float[SIZE * kd];
             expSuffix = new float[SIZE * kd];
             expLast = new float[kd];

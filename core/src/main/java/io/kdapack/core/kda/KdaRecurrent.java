@@ -15,7 +15,7 @@ import java.util.Arrays;
  * States are recomputed from checkpoints kept every {@value #CHECKPOINT} tokens, so memory stays
  * {@code O((L/64 + 64)·K·V)} per head.
  */
-public final class KdaRecurrent extends HeadParallelBackend {
+public final class KdaRecurrent extends HeadParallelBackend<Void> {
 
     static final int CHECKPOINT = 64;
 
@@ -33,17 +33,19 @@ public final class KdaRecurrent extends HeadParallelBackend {
         return "cpu-recurrent";
     }
 
+    /** Keeps nothing: the reference's backward recomputes the states from its own checkpoints. */
     @Override
-    void forwardHead(HeadSequence s, float[] state, float[] o) {
+    Void forwardHead(HeadSequence s, float[] state, float[] o, Keep keep) {
         float[] w = new float[s.valueDim()];
         for (int t = 0; t < s.length(); t++) {
             step(s, t, state, 0, w);
             output(s, t, state, o);
         }
+        return null;
     }
 
     @Override
-    void backwardHead(HeadSequence s, float[] h0, float[] dO, float[] dState, HeadGradients grads) {
+    void backwardHead(HeadSequence s, float[] h0, Void kept, float[] dO, float[] dState, HeadGradients grads) {
         int kd = s.keyDim();
         int vd = s.valueDim();
         int size = kd * vd;
