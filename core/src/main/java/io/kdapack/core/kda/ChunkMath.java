@@ -127,33 +127,51 @@ final class ChunkMath {
     private static final float LN2_LO = 1.42860677e-6f;
     private static final float EXP_FLOOR = -88f;
 
+    /** What a product may skip: the zeros of a triangular operand, or the unwanted half of the result. */
+    enum Structure {
+        /** Dense: nothing skipped. */
+        FULL,
+        /** {@code op(A)} is lower triangular (zeros stored above its diagonal): row i sums over depth 0 … i. */
+        LOWER_A,
+        /** {@code op(A)} is upper triangular (zeros stored below its diagonal): row i sums over depth i … k−1. */
+        UPPER_A,
+        /**
+         * Only C's lower triangle ({@code j ≤ i}) is wanted: register tiles wholly above the diagonal are not
+         * computed, so entries above the diagonal hold either products or old values, for the caller to ignore.
+         */
+        LOWER_C
+    }
+
     /**
      * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks without packing: B's rows are
      * read in place, a 6-row (then 4-row) × 2-vector tile of C stays in registers (12 accumulators, two B
      * vectors and one broadcast fill the 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
-     * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ} ({@code A} stored {@code [k×m]}) when
-     * {@code transA}. {@code beta = 0} overwrites C.
+     * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
+     * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
+     * {@code structure} skips only terms whose A entry is a stored zero, which leave an accumulator unchanged,
+     * so the result is bitwise that of {@link Structure#FULL} for finite B.
      */
-    static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda,
-                       float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+    static void matmul(Structure structure, boolean transA, int m, int n, int k, float alpha, float[] a, int aOff,
+                       int lda, float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         int rowStep = transA ? 1 : lda;
         int depthStep = transA ? lda : 1;
+        boolean lowerC = structure == Structure.LOWER_C;
         int j = 0;
         for (; j + 2 * LANES <= n; j += 2 * LANES) {
-            int i = 0;
+            int i = lowerC ? firstRowReaching(j, m) : 0;
             for (; i + 6 <= m; i += 6) {
-                tile6x2(k, alpha, a, aOff + i * rowStep, rowStep, depthStep, b, bOff + j, ldb, beta, c,
-                        cOff + i * ldc + j, ldc);
+                tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
+                        depthStep, b, bOff + j, ldb, beta, c, cOff + i * ldc + j, ldc);
             }
             for (; i + 4 <= m; i += 4) {
-                tile4x2(k, alpha, a, aOff + i * rowStep, rowStep, depthStep, b, bOff + j, ldb, beta, c,
-                        cOff + i * ldc + j, ldc);
+                tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
+                        depthStep, b, bOff + j, ldb, beta, c, cOff + i * ldc + j, ldc);
             }
             for (; i < m; i++) {
                 int at = cOff + i * ldc + j;
                 FloatVector acc0 = FloatVector.zero(SPECIES);
                 FloatVector acc1 = FloatVector.zero(SPECIES);
-                for (int p = 0; p < k; p++) {
+                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc0 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc0);
                     acc1 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j + LANES).fma(av, acc1);
@@ -163,9 +181,9 @@ final class ChunkMath {
             }
         }
         for (; j + LANES <= n; j += LANES) {
-            for (int i = 0; i < m; i++) {
+            for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 FloatVector acc = FloatVector.zero(SPECIES);
-                for (int p = 0; p < k; p++) {
+                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc);
                 }
@@ -173,9 +191,9 @@ final class ChunkMath {
             }
         }
         for (; j < n; j++) {
-            for (int i = 0; i < m; i++) {
+            for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 float acc = 0f;
-                for (int p = 0; p < k; p++) {
+                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
                     acc = Math.fma(a[aOff + i * rowStep + p * depthStep], b[bOff + p * ldb + j], acc);
                 }
                 int at = cOff + i * ldc + j;
@@ -184,7 +202,31 @@ final class ChunkMath {
         }
     }
 
-    private static void tile4x2(int k, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
+    /** {@link Structure#FULL} {@link #matmul(Structure, boolean, int, int, int, float, float[], int, int, float[], int, int, float, float[], int, int)}. */
+    static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b,
+                       int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+        matmul(Structure.FULL, transA, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
+    }
+
+    /** The first depth index a row starting at {@code row} needs (upper triangular A starts at its diagonal). */
+    private static int depthFrom(Structure structure, int row) {
+        return structure == Structure.UPPER_A ? row : 0;
+    }
+
+    /** One past the last depth index rows before {@code rowEnd} need (lower triangular A ends at the diagonal). */
+    private static int depthTo(Structure structure, int rowEnd, int k) {
+        return structure == Structure.LOWER_A ? Math.min(k, rowEnd) : k;
+    }
+
+    /**
+     * For {@link Structure#LOWER_C}: the first row of a column tile starting at {@code column} that has
+     * wanted entries, rounded down to a multiple of 6 (every 6-row tile before it is wholly above the diagonal).
+     */
+    private static int firstRowReaching(int column, int m) {
+        return Math.min(m, column / 6 * 6);
+    }
+
+    private static void tile4x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
                                 int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
@@ -194,7 +236,7 @@ final class ChunkMath {
         FloatVector c21 = FloatVector.zero(SPECIES);
         FloatVector c30 = FloatVector.zero(SPECIES);
         FloatVector c31 = FloatVector.zero(SPECIES);
-        for (int p = 0; p < k; p++) {
+        for (int p = from; p < to; p++) {
             int bRow = bOff + p * ldb;
             FloatVector b0 = FloatVector.fromArray(SPECIES, b, bRow);
             FloatVector b1 = FloatVector.fromArray(SPECIES, b, bRow + LANES);
@@ -222,7 +264,7 @@ final class ChunkMath {
         store(c31, alpha, beta, c, cOff + 3 * ldc + LANES);
     }
 
-    private static void tile6x2(int k, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
+    private static void tile6x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
                                 int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
@@ -236,7 +278,7 @@ final class ChunkMath {
         FloatVector c41 = FloatVector.zero(SPECIES);
         FloatVector c50 = FloatVector.zero(SPECIES);
         FloatVector c51 = FloatVector.zero(SPECIES);
-        for (int p = 0; p < k; p++) {
+        for (int p = from; p < to; p++) {
             int bRow = bOff + p * ldb;
             FloatVector b0 = FloatVector.fromArray(SPECIES, b, bRow);
             FloatVector b1 = FloatVector.fromArray(SPECIES, b, bRow + LANES);
@@ -278,10 +320,10 @@ final class ChunkMath {
      * {@code C[m×n] = alpha · A · Bᵀ + beta · C} with B stored {@code [n×k]}: B is transposed into
      * {@code scratch} (at least {@code k·n} floats) and multiplied by {@link #matmul}.
      */
-    static void matmulTransB(int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b, int bOff,
-                             int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
+    static void matmulTransB(Structure structure, int m, int n, int k, float alpha, float[] a, int aOff, int lda,
+                             float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
         transpose(n, k, b, bOff, ldb, scratch);
-        matmul(false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
+        matmul(structure, false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
     }
 
     /**

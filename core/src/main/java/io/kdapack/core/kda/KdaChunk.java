@@ -1,5 +1,9 @@
 package io.kdapack.core.kda;
 
+import static io.kdapack.core.kda.ChunkMath.Structure.FULL;
+import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_A;
+import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_C;
+import static io.kdapack.core.kda.ChunkMath.Structure.UPPER_A;
 import static io.kdapack.core.kda.ChunkMath.axpy;
 import static io.kdapack.core.kda.ChunkMath.dot;
 import static io.kdapack.core.kda.ChunkMath.multiply;
@@ -105,7 +109,7 @@ final class KdaChunk {
         if (o != null) {
             // O = Qg S + Aqk V' (Aqk is zero above the diagonal)
             ChunkMath.matmul(false, len, vd, kd, 1f, p.qg, 0, kd, state, 0, vd, 1f, o, first * vd, vd);
-            ChunkMath.matmul(false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 1f, o, first * vd, vd);
+            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 1f, o, first * vd, vd);
         }
         // S ← diag(e) S + Kdᵀ V'
         for (int i = 0; i < kd; i++) {
@@ -134,7 +138,7 @@ final class KdaChunk {
         int dOff = first * vd;
         // Through S1 = diag(e) S0 + Kdᵀ V'.
         ChunkMath.matmul(false, len, vd, kd, 1f, p.kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
-        ChunkMath.matmulTransB(len, kd, vd, 1f, p.vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd, transposed);
+        ChunkMath.matmulTransB(FULL, len, kd, vd, 1f, p.vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd, transposed);
         int lastRow = (len - 1) * kd;
         Arrays.fill(dGamma, 0, len * kd, 0f);
         for (int i = 0; i < kd; i++) {
@@ -144,20 +148,20 @@ final class KdaChunk {
             }
         }
         // Through O = Qg S0 + Aqk V'.
-        ChunkMath.matmulTransB(len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd, transposed);
+        ChunkMath.matmulTransB(FULL, len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd, transposed);
         ChunkMath.matmul(true, kd, vd, len, 1f, p.qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
         // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
-        ChunkMath.matmulTransB(len, len, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
-        ChunkMath.matmul(true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
+        ChunkMath.matmulTransB(LOWER_C, len, len, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
+        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through V' = U − W S0.
-        ChunkMath.matmulTransB(len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd, transposed);
+        ChunkMath.matmulTransB(FULL, len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd, transposed);
         ChunkMath.matmul(true, kd, vd, len, -1f, p.w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
-        ChunkMath.matmul(true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
-        ChunkMath.matmul(true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
+        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
+        ChunkMath.matmul(UPPER_A, true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
         // dA (only c < r is read).
-        ChunkMath.matmulTransB(len, len, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
-        ChunkMath.matmulTransB(len, len, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, len, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, len, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             float dBeta = dot(vd, s.v(), (first + r) * vd, dVb, r * vd) + dot(kd, p.kg, r * kd, dKb, r * kd);
@@ -223,8 +227,8 @@ final class KdaChunk {
                 vb[r * vd + j] = beta * s.v()[(first + r) * vd + j];
             }
         }
-        ChunkMath.matmul(false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
-        ChunkMath.matmul(false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
+        ChunkMath.matmul(LOWER_A, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
+        ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
         System.arraycopy(p.u, 0, p.vNew, 0, len * vd);
         ChunkMath.matmul(false, len, vd, kd, -1f, p.w, 0, kd, state, 0, vd, 1f, p.vNew, 0, vd);
     }
