@@ -50,6 +50,17 @@ final class ChunkMath {
         return sum;
     }
 
+    /** {@code out[outOff …+n] = a · x[xOff …+n]} (in place when out is x at the same offset). */
+    static void scale(int n, float a, float[] x, int xOff, float[] out, int outOff) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+            FloatVector.fromArray(SPECIES, x, xOff + i).mul(a).intoArray(out, outOff + i);
+        }
+        for (; i < n; i++) {
+            out[outOff + i] = a * x[xOff + i];
+        }
+    }
+
     /** {@code out[i] = x[i] · y[i]} over {@code n} entries. */
     static void multiply(int n, float[] x, int xOff, float[] y, int yOff, float[] out, int outOff) {
         int i = 0;
@@ -340,7 +351,7 @@ final class ChunkMath {
 
     /** {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values). */
     private static void store(FloatVector acc, float alpha, float beta, float[] c, int at) {
-        FloatVector scaled = acc.mul(alpha);
+        FloatVector scaled = alpha == 1f ? acc : acc.mul(alpha);
         if (beta != 0f) {
             scaled = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), scaled);
         }

@@ -8,8 +8,10 @@ import static io.kdapack.core.kda.ChunkMath.axpy;
 import static io.kdapack.core.kda.ChunkMath.dot;
 import static io.kdapack.core.kda.ChunkMath.multiply;
 import static io.kdapack.core.kda.ChunkMath.multiplyAdd;
+import static io.kdapack.core.kda.ChunkMath.scale;
 
 import java.util.Arrays;
+import jdk.incubator.vector.FloatVector;
 
 /**
  * One chunk of at most {@value #SIZE} tokens of one (sequence, value head), forward and backward, in the
@@ -56,6 +58,7 @@ final class KdaChunk {
     private final float[] kb;
     private final float[] vb;
     private final float[] transposed;
+    private final float[] s0Transposed;
     private final double[] suffixSum;
 
     KdaChunk(int keyDim, int valueDim) {
@@ -79,6 +82,7 @@ final class KdaChunk {
         kb = new float[SIZE * kd];
         vb = new float[SIZE * vd];
         transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
+        s0Transposed = new float[kd * vd];
         suffixSum = new double[kd];
     }
 
@@ -148,13 +152,14 @@ final class KdaChunk {
             }
         }
         // Through O = Qg S0 + Aqk V'.
-        ChunkMath.matmulTransB(FULL, len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd, transposed);
+        ChunkMath.transpose(kd, vd, s0, 0, vd, s0Transposed);
+        ChunkMath.matmul(false, len, kd, vd, 1f, dO, dOff, vd, s0Transposed, 0, kd, 0f, dQg, 0, kd);
         ChunkMath.matmul(true, kd, vd, len, 1f, p.qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
         // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
         ChunkMath.matmulTransB(LOWER_C, len, len, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
         ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through V' = U − W S0.
-        ChunkMath.matmulTransB(FULL, len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd, transposed);
+        ChunkMath.matmul(false, len, kd, vd, -1f, dVNew, 0, vd, s0Transposed, 0, kd, 0f, dW, 0, kd);
         ChunkMath.matmul(true, kd, vd, len, -1f, p.w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
         ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
@@ -164,22 +169,14 @@ final class KdaChunk {
         ChunkMath.matmulTransB(LOWER_C, len, len, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
-            float dBeta = dot(vd, s.v(), (first + r) * vd, dVb, r * vd) + dot(kd, p.kg, r * kd, dKb, r * kd);
-            for (int c = 0; c < r; c++) {
-                float dAr = dA[r * SIZE + c];
-                dBeta += dAr * p.pairKK[r * SIZE + c];
-                dA[r * SIZE + c] = beta * dAr; // now the gradient of P
-            }
-            grads.dBeta()[first + r] = dBeta;
-            for (int j = 0; j < vd; j++) {
-                grads.dv()[(first + r) * vd + j] = beta * dVb[r * vd + j];
-            }
-            for (int i = 0; i < kd; i++) {
-                dKb[r * kd + i] *= beta; // now the gradient of Kg
-            }
+            grads.dBeta()[first + r] = dot(vd, s.v(), (first + r) * vd, dVb, r * vd)
+                    + dot(kd, p.kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
+            scale(r, beta, dA, r * SIZE, dA, r * SIZE); // now the gradient of P
+            scale(vd, beta, dVb, r * vd, grads.dv(), (first + r) * vd);
+            scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
         pairs.backward(s.q(), s.k(), s.g(), first, len, dAQK, dA, grads.dq(), grads.dk(), dGamma);
-        elementwiseBackward(s, first, len, grads);
+        elementwiseBackward(first, len, grads);
         // dg_t = Σ_{r ≥ t} dΓ_r within the chunk, summed in double: the terms cancel heavily.
         Arrays.fill(suffixSum, 0.0);
         for (int r = len - 1; r >= 0; r--) {
@@ -234,21 +231,36 @@ final class KdaChunk {
     }
 
     /** Backward of {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Γ_last − Γ)}. */
-    private void elementwiseBackward(HeadParallelBackend.HeadSequence s, int first, int len,
-                                     HeadParallelBackend.HeadGradients grads) {
-        int lastRow = (len - 1) * kd;
+    private void elementwiseBackward(int first, int len, HeadParallelBackend.HeadGradients grads) {
+        int rows = first * kd;
+        multiplyAdd(len * kd, dQg, 0, p.expPrefix, 0, grads.dq(), rows);
+        multiplyAdd(len * kd, dKb, 0, p.expPrefix, 0, grads.dk(), rows);
+        multiplyAdd(len * kd, dKDecayed, 0, p.expSuffix, 0, grads.dk(), rows);
+        // dΓ_r += Qg⊙dQg + Kg⊙dKg − Kd⊙dKd per row; Γ_last also collects Σ_r Kd⊙dKd (in run).
+        Arrays.fill(run, 0f);
         for (int r = 0; r < len; r++) {
             int off = r * kd;
-            int rowOff = (first + r) * kd;
-            multiplyAdd(kd, dQg, off, p.expPrefix, off, grads.dq(), rowOff);
-            multiplyAdd(kd, dKb, off, p.expPrefix, off, grads.dk(), rowOff);
-            multiplyAdd(kd, dKDecayed, off, p.expSuffix, off, grads.dk(), rowOff);
-            for (int i = 0; i < kd; i++) {
+            int i = 0;
+            for (int bound = ChunkMath.SPECIES.loopBound(kd); i < bound; i += ChunkMath.SPECIES.length()) {
+                FloatVector fromKd = FloatVector.fromArray(ChunkMath.SPECIES, p.kDecayed, off + i)
+                        .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKDecayed, off + i));
+                FloatVector.fromArray(ChunkMath.SPECIES, p.qg, off + i)
+                        .fma(FloatVector.fromArray(ChunkMath.SPECIES, dQg, off + i),
+                                FloatVector.fromArray(ChunkMath.SPECIES, dGamma, off + i))
+                        .add(FloatVector.fromArray(ChunkMath.SPECIES, p.kg, off + i)
+                                .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKb, off + i)))
+                        .sub(fromKd)
+                        .intoArray(dGamma, off + i);
+                fromKd.add(FloatVector.fromArray(ChunkMath.SPECIES, run, i)).intoArray(run, i);
+            }
+            for (; i < kd; i++) {
                 float fromKd = p.kDecayed[off + i] * dKDecayed[off + i];
-                dGamma[off + i] += p.qg[off + i] * dQg[off + i] + p.kg[off + i] * dKb[off + i] - fromKd;
-                dGamma[lastRow + i] += fromKd;
+                dGamma[off + i] = Math.fma(p.qg[off + i], dQg[off + i], dGamma[off + i])
+                        + p.kg[off + i] * dKb[off + i] - fromKd;
+                run[i] += fromKd;
             }
         }
+        ChunkMath.axpy(kd, 1f, run, 0, dGamma, (len - 1) * kd);
     }
 
     /**

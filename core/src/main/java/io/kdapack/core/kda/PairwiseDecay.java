@@ -117,25 +117,55 @@ final class PairwiseDecay {
                 ChunkMath.matmul(false, b, kd, cols, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
                 ChunkMath.matmul(true, cols, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
                 ChunkMath.matmul(true, cols, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
-                for (int r = 0; r < b; r++) {
-                    int row = (first + a + r) * kd;
-                    for (int i = 0; i < kd; i++) {
-                        float dxq = dqRow[r * kd + i] * rowDecay[r * kd + i];
-                        float dxk = dkRow[r * kd + i] * rowDecay[r * kd + i];
-                        dq[row + i] += dxq;
-                        dk[row + i] += dxk;
-                        dGamma[(a + r) * kd + i] += q[row + i] * dxq + k[row + i] * dxk;
-                    }
-                }
-                for (int c = 0; c < cols; c++) {
-                    int col = (first + c) * kd;
-                    for (int i = 0; i < kd; i++) {
-                        float dy = dkCol[c * kd + i] * colDecay[c * kd + i];
-                        dk[col + i] += dy;
-                        dGamma[c * kd + i] -= k[col + i] * dy;
-                    }
-                }
+                rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
+                columnsBackward(cols * kd, k, first * kd, dk, dGamma);
             }
+        }
+    }
+
+    /**
+     * The block rows' share, flat over their {@code n = b·K} contiguous entries: {@code dx = dx̃ ⊙ rowDecay}
+     * added to dq and dk, {@code dΓ += q ⊙ dx_q + k ⊙ dx_k}.
+     */
+    private void rowsBackward(int n, float[] q, float[] k, int row, float[] dq, float[] dk, float[] dGamma,
+                              int gammaRow) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+            FloatVector decay = FloatVector.fromArray(SPECIES, rowDecay, i);
+            FloatVector dxq = FloatVector.fromArray(SPECIES, dqRow, i).mul(decay);
+            FloatVector dxk = FloatVector.fromArray(SPECIES, dkRow, i).mul(decay);
+            dxq.add(FloatVector.fromArray(SPECIES, dq, row + i)).intoArray(dq, row + i);
+            dxk.add(FloatVector.fromArray(SPECIES, dk, row + i)).intoArray(dk, row + i);
+            FloatVector.fromArray(SPECIES, q, row + i).mul(dxq)
+                    .add(FloatVector.fromArray(SPECIES, k, row + i).mul(dxk))
+                    .add(FloatVector.fromArray(SPECIES, dGamma, gammaRow + i))
+                    .intoArray(dGamma, gammaRow + i);
+        }
+        for (; i < n; i++) {
+            float dxq = dqRow[i] * rowDecay[i];
+            float dxk = dkRow[i] * rowDecay[i];
+            dq[row + i] += dxq;
+            dk[row + i] += dxk;
+            dGamma[gammaRow + i] += q[row + i] * dxq + k[row + i] * dxk;
+        }
+    }
+
+    /**
+     * The columns' share, flat over their {@code n = cols·K} contiguous entries from the chunk start:
+     * {@code dy = dỹ ⊙ colDecay} added to dk, {@code dΓ −= k ⊙ dy}.
+     */
+    private void columnsBackward(int n, float[] k, int row, float[] dk, float[] dGamma) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+            FloatVector dy = FloatVector.fromArray(SPECIES, dkCol, i).mul(FloatVector.fromArray(SPECIES, colDecay, i));
+            dy.add(FloatVector.fromArray(SPECIES, dk, row + i)).intoArray(dk, row + i);
+            FloatVector.fromArray(SPECIES, k, row + i).neg().fma(dy, FloatVector.fromArray(SPECIES, dGamma, i))
+                    .intoArray(dGamma, i);
+        }
+        for (; i < n; i++) {
+            float dy = dkCol[i] * colDecay[i];
+            dk[row + i] += dy;
+            dGamma[i] -= k[row + i] * dy;
         }
     }
 
