@@ -10,13 +10,17 @@ import java.util.stream.IntStream;
  * The frame shared by the CPU backends: validation, preprocessing, one task per (sequence, value head) run
  * in parallel, and the reductions after it. A subclass supplies only the per-head kernel.
  *
- * <p>Determinism: every task reads its own slices and writes disjoint outputs (per value head, even for
+ * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
+ * so a task's rows are contiguous and the kernels work on them in place; outputs and gradients are written
+ * head-major too, and brought back to the token-major layout of the contract once per call.
+ *
+ * <p>Determinism: every task reads its own rows and writes disjoint outputs (per value head, even for
  * {@code dq}/{@code dk} under grouped value attention). The sums over value heads of one q/k head and over
  * tokens ({@code dA_log}, {@code dt_bias}) run after the parallel part in a fixed order, so results are
  * bitwise the same for every thread count.
  *
- * <p>A training forward ({@link #forwardForBackward}) keeps each head's gathered rows and what the subclass
- * returns for it ({@code H}), so that the backward gathers nothing and need not run the forward again.
+ * <p>A training forward ({@link #forwardForBackward}) keeps the prepared tensors and what the subclass
+ * returns for each head ({@code H}), so that the backward need not run the forward again.
  *
  * @param <H> what one head's forward keeps for its backward
  */
@@ -50,23 +54,25 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * One (sequence, value head) problem over {@code L} tokens, contiguous.
+     * One (sequence, value head) problem over {@code L} tokens: rows {@code row0 … row0+L−1} of the
+     * head-major tensors of the call, which every task shares and reads only there.
      *
-     * @param q    {@code [L,K]} prepared (normalised, scaled) queries
-     * @param k    {@code [L,K]} prepared keys
-     * @param v    {@code [L,V]} values
-     * @param g    {@code [L,K]} log-space decay
-     * @param beta {@code [L]} beta in (0,1)
+     * @param q    {@code [HV·T,K]} prepared (normalised, scaled) queries
+     * @param k    {@code [HV·T,K]} prepared keys
+     * @param v    {@code [HV·T,V]} values
+     * @param g    {@code [HV·T,K]} log-space decay
+     * @param beta {@code [HV·T]} beta in (0,1)
      */
-    record HeadSequence(int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
+    record HeadSequence(int row0, int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
                         float[] beta) {
     }
 
-    /** Gradients of one head problem, shaped like {@link HeadSequence}'s arrays; start at zero. */
+    /** Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks; start at zero. */
     record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
-        static HeadGradients zeros(int length, int keyDim, int valueDim) {
-            return new HeadGradients(new float[length * keyDim], new float[length * keyDim],
-                    new float[length * valueDim], new float[length * keyDim], new float[length]);
+        static HeadGradients zeros(KdaInputs in) {
+            int rows = in.tokens() * in.valueHeads();
+            return new HeadGradients(new float[rows * in.keyDim()], new float[rows * in.keyDim()],
+                    new float[rows * in.valueDim()], new float[rows * in.keyDim()], new float[rows]);
         }
     }
 
@@ -74,7 +80,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
      * Runs one head forward.
      *
      * @param state {@code [K,V]} the initial state on entry, the final state on return
-     * @param o     {@code [L,V]} outputs to fill
+     * @param o     {@code [HV·T,V]} outputs, this sequence's rows to fill
      * @param keep  what to keep for {@link #backwardHead}
      * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
@@ -85,9 +91,9 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
      *
      * @param h0     {@code [K,V]} initial state (not changed)
      * @param kept   what {@link #forwardHead} kept for this head
-     * @param dO     {@code [L,V]} upstream gradient of the outputs
+     * @param dO     {@code [HV·T,V]} upstream gradient of the outputs
      * @param dState {@code [K,V]} the gradient of the final state on entry, of the initial state on return
-     * @param grads  gradients to fill (zero on entry)
+     * @param grads  gradients to fill in this sequence's rows (zero on entry)
      */
     abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dState, HeadGradients grads);
 
@@ -123,44 +129,27 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
                     + "run the forward again for another backward");
         }
         KdaInputs in = recorded.inputs();
-        KdaOptions options = recorded.options();
         in.validateUpstream(dO, dHt);
-        int t = in.tokens();
         int hv = in.valueHeads();
-        int kd = in.keyDim();
-        int vd = in.valueDim();
-        int stateSize = kd * vd;
-        float[] dqPerValueHead = new float[t * hv * kd];
-        float[] dkPerValueHead = new float[t * hv * kd];
-        float[] dDecay = new float[t * hv * kd];
-        float[] dv = new float[t * hv * vd];
-        float[] dBeta = new float[t * hv];
+        int stateSize = in.keyDim() * in.valueDim();
+        float[] dOHeads = headMajor(dO, in.tokens(), hv, in.valueDim());
+        HeadGradients grads = HeadGradients.zeros(in);
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
-        Segments seg = in.segments();
         runTasks(in, task -> {
             int n = task / hv;
             int vh = task % hv;
-            HeadSequence s = recorded.sequences[task];
-            recorded.sequences[task] = null;
-            int start = seg.start(n);
-            float[] dOut = gatherRows(dO, start, s.length(), hv, vh, vd);
             float[] dState = dHt == null ? new float[stateSize]
-                    : Arrays.copyOfRange(dHt, (n * hv + vh) * stateSize, (n * hv + vh + 1) * stateSize);
-            HeadGradients grads = HeadGradients.zeros(s.length(), kd, vd);
-            backwardHead(s, initialState(in, n, vh), kept(recorded, task), dOut, dState, grads);
+                    : Arrays.copyOfRange(dHt, task * stateSize, (task + 1) * stateSize);
+            backwardHead(sequence(in, recorded.prepared, n, vh), initialState(in, n, vh), kept(recorded, task),
+                    dOHeads, dState, grads);
             recorded.heads[task] = null;
-            scatterRows(grads.dq(), dqPerValueHead, start, s.length(), hv, vh, kd);
-            scatterRows(grads.dk(), dkPerValueHead, start, s.length(), hv, vh, kd);
-            scatterRows(grads.dv(), dv, start, s.length(), hv, vh, vd);
-            scatterRows(grads.dg(), dDecay, start, s.length(), hv, vh, kd);
-            scatterRows(grads.dBeta(), dBeta, start, s.length(), hv, vh, 1);
             if (dH0 != null) {
-                System.arraycopy(dState, 0, dH0, (n * hv + vh) * stateSize, stateSize);
+                System.arraycopy(dState, 0, dH0, task * stateSize, stateSize);
             }
         });
-        float[] dq = sumValueHeadGroups(dqPerValueHead, t, in.heads(), hv, kd);
-        float[] dk = sumValueHeadGroups(dkPerValueHead, t, in.heads(), hv, kd);
-        KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, options, recorded.prepared, dq, dk, dDecay, dBeta);
+        KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
+                grads.dq(), grads.dk(), grads.dg(), grads.dBeta());
+        float[] dv = tokenMajor(grads.dv(), in.tokens(), hv, in.valueDim());
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
 
@@ -171,27 +160,21 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         int hv = in.valueHeads();
         int vd = in.valueDim();
         int stateSize = in.keyDim() * vd;
-        float[] o = new float[in.tokens() * hv * vd];
+        float[] oHeads = new float[in.tokens() * hv * vd];
         float[] ht = new float[Math.toIntExact(in.stateSize())];
-        Segments seg = in.segments();
-        int tasks = seg.count() * hv;
-        HeadSequence[] sequences = keep == Keep.NOTHING ? null : new HeadSequence[tasks];
-        Object[] heads = keep == Keep.NOTHING ? null : new Object[tasks];
+        Object[] heads = keep == Keep.NOTHING ? null : new Object[in.segments().count() * hv];
         runTasks(in, task -> {
             int n = task / hv;
             int vh = task % hv;
-            HeadSequence s = gather(in, p, n, vh);
             float[] state = initialState(in, n, vh);
-            float[] out = new float[s.length() * vd];
-            H kept = forwardHead(s, state, out, keep);
-            if (sequences != null) {
-                sequences[task] = s;
+            H kept = forwardHead(sequence(in, p, n, vh), state, oHeads, keep);
+            if (heads != null) {
                 heads[task] = kept;
             }
-            scatterRows(out, o, seg.start(n), s.length(), hv, vh, vd);
-            System.arraycopy(state, 0, ht, (n * hv + vh) * stateSize, stateSize);
+            System.arraycopy(state, 0, ht, task * stateSize, stateSize);
         });
-        return new Tape(this, in, options, new KdaResult(o, ht), p, sequences, heads);
+        KdaResult result = new KdaResult(tokenMajor(oHeads, in.tokens(), hv, vd), ht);
+        return new Tape(this, in, options, result, keep == Keep.NOTHING ? null : p, heads);
     }
 
     /** A forward recorded by this backend: the prepared inputs, each head's rows and what it kept. */
@@ -201,19 +184,17 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         private final KdaOptions options;
         private final KdaResult result;
         private final KdaPreprocess.Prepared prepared;
-        /** Per task {@code n·HV + hv}; cleared as the backward consumes them. */
-        private final HeadSequence[] sequences;
+        /** What each task {@code n·HV + hv} kept; cleared as the backward consumes it. */
         private final Object[] heads;
         private final AtomicBoolean used = new AtomicBoolean();
 
-        Tape(HeadParallelBackend<?> owner, KdaInputs inputs, KdaOptions options, KdaResult result, KdaPreprocess.Prepared prepared,
-             HeadSequence[] sequences, Object[] heads) {
+        Tape(HeadParallelBackend<?> owner, KdaInputs inputs, KdaOptions options, KdaResult result,
+             KdaPreprocess.Prepared prepared, Object[] heads) {
             this.owner = owner;
             this.inputs = inputs;
             this.options = options;
             this.result = result;
             this.prepared = prepared;
-            this.sequences = sequences;
             this.heads = heads;
         }
 
@@ -263,20 +244,11 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         pool.submit(() -> IntStream.range(0, order.length).parallel().forEach(i -> task.accept(order[i]))).join();
     }
 
-    private static HeadSequence gather(KdaInputs in, KdaPreprocess.Prepared p, int n, int vh) {
+    /** Sequence {@code n} of value head {@code vh} in the prepared tensors. */
+    private static HeadSequence sequence(KdaInputs in, KdaPreprocess.Prepared p, int n, int vh) {
         Segments seg = in.segments();
-        int start = seg.start(n);
-        int len = seg.length(n);
-        int hv = in.valueHeads();
-        int h = in.heads();
-        int head = vh / (hv / h);
-        int kd = in.keyDim();
-        return new HeadSequence(len, kd, in.valueDim(),
-                gatherRows(p.q(), start, len, h, head, kd),
-                gatherRows(p.k(), start, len, h, head, kd),
-                gatherRows(in.v(), start, len, hv, vh, in.valueDim()),
-                gatherRows(p.decay(), start, len, hv, vh, kd),
-                gatherRows(p.beta(), start, len, hv, vh, 1));
+        return new HeadSequence(vh * in.tokens() + seg.start(n), seg.length(n), in.keyDim(), in.valueDim(),
+                p.q(), p.k(), p.v(), p.decay(), p.beta());
     }
 
     private static float[] initialState(KdaInputs in, int n, int vh) {
@@ -288,35 +260,23 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         return Arrays.copyOfRange(in.h0(), offset, offset + size);
     }
 
-    /** Rows {@code start … start+len−1} of head {@code head} of {@code src [T,heads,dim]} as {@code [len,dim]}. */
-    private static float[] gatherRows(float[] src, int start, int len, int heads, int head, int dim) {
-        float[] out = new float[len * dim];
-        for (int r = 0; r < len; r++) {
-            System.arraycopy(src, ((start + r) * heads + head) * dim, out, r * dim, dim);
+    /** {@code x [T,HV,dim]} as {@code [HV,T,dim]}. */
+    private static float[] headMajor(float[] x, int tokens, int heads, int dim) {
+        float[] out = new float[x.length];
+        for (int h = 0; h < heads; h++) {
+            for (int p = 0; p < tokens; p++) {
+                System.arraycopy(x, (p * heads + h) * dim, out, (h * tokens + p) * dim, dim);
+            }
         }
         return out;
     }
 
-    private static void scatterRows(float[] rows, float[] dst, int start, int len, int heads, int head, int dim) {
-        for (int r = 0; r < len; r++) {
-            System.arraycopy(rows, r * dim, dst, ((start + r) * heads + head) * dim, dim);
-        }
-    }
-
-    /** {@code [T,HV,K]} → {@code [T,H,K]}: the value heads of each q/k head summed in ascending order. */
-    private static float[] sumValueHeadGroups(float[] perValueHead, int tokens, int heads, int valueHeads, int dim) {
-        if (heads == valueHeads) {
-            return perValueHead;
-        }
-        int group = valueHeads / heads;
-        float[] out = new float[tokens * heads * dim];
-        for (int p = 0; p < tokens; p++) {
-            for (int vh = 0; vh < valueHeads; vh++) {
-                int src = (p * valueHeads + vh) * dim;
-                int dst = (p * heads + vh / group) * dim;
-                for (int i = 0; i < dim; i++) {
-                    out[dst + i] += perValueHead[src + i];
-                }
+    /** {@code x [HV,T,dim]} as {@code [T,HV,dim]}. */
+    private static float[] tokenMajor(float[] x, int tokens, int heads, int dim) {
+        float[] out = new float[x.length];
+        for (int h = 0; h < heads; h++) {
+            for (int p = 0; p < tokens; p++) {
+                System.arraycopy(x, (h * tokens + p) * dim, out, (p * heads + h) * dim, dim);
             }
         }
         return out;

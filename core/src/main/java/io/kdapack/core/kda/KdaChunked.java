@@ -78,8 +78,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
             if (starts != null) {
                 System.arraycopy(state, 0, starts, c * size, size);
             }
-            int first = c * KdaChunk.SIZE;
-            chunk.forward(s, first, Math.min(KdaChunk.SIZE, s.length() - first), state, o,
+            int offset = c * KdaChunk.SIZE;
+            chunk.forward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), state, o,
                     kept == null ? null : kept[c]);
         }
         return starts == null ? null : new HeadTape(starts, kept);
@@ -92,9 +92,9 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         float[] s0 = new float[size];
         for (int c = chunks(s.length()) - 1; c >= 0; c--) {
             System.arraycopy(tape.starts(), c * size, s0, 0, size);
-            int first = c * KdaChunk.SIZE;
-            chunk.backward(s, first, Math.min(KdaChunk.SIZE, s.length() - first), s0, dO, dState, grads,
-                    tape.kept() == null ? null : tape.kept()[c]);
+            int offset = c * KdaChunk.SIZE;
+            chunk.backward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), s0, dO, dState,
+                    grads, tape.kept() == null ? null : tape.kept()[c]);
         }
         if (tape.kept() != null) {
             for (KdaChunk.Intermediates intermediates : tape.kept()) {

@@ -37,7 +37,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
     @Override
     Void forwardHead(HeadSequence s, float[] state, float[] o, Keep keep) {
         float[] w = new float[s.valueDim()];
-        for (int t = 0; t < s.length(); t++) {
+        for (int t = s.row0(); t < s.row0() + s.length(); t++) {
             step(s, t, state, 0, w);
             output(s, t, state, o);
         }
@@ -58,7 +58,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
             if (t % CHECKPOINT == 0) {
                 System.arraycopy(state, 0, checkpoints, (t / CHECKPOINT) * size, size);
             }
-            step(s, t, state, 0, w);
+            step(s, s.row0() + t, state, 0, w);
         }
         // states[j] = S after token (blockStart + j − 1); states[0] = the block's entry state.
         float[] states = new float[(CHECKPOINT + 1) * size];
@@ -70,15 +70,18 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
             System.arraycopy(checkpoints, b * size, states, 0, size);
             for (int t = first; t < last; t++) {
                 System.arraycopy(states, (t - first) * size, states, (t - first + 1) * size, size);
-                step(s, t, states, (t - first + 1) * size, w);
+                step(s, s.row0() + t, states, (t - first + 1) * size, w);
             }
             for (int t = last - 1; t >= first; t--) {
-                backwardStep(s, t, states, (t - first) * size, dO, dState, decayed, w, du, grads);
+                backwardStep(s, s.row0() + t, states, (t - first) * size, dO, dState, decayed, w, du, grads);
             }
         }
     }
 
-    /** One token forward on the state {@code [K,V]} at {@code state[at …]}; leaves {@code w = v − S̃ᵀk} in {@code w}. */
+    /**
+     * One token (row {@code t} of the head-major tensors) forward on the state {@code [K,V]} at
+     * {@code state[at …]}; leaves {@code w = v − S̃ᵀk} in {@code w}.
+     */
     private static void step(HeadSequence s, int t, float[] state, int at, float[] w) {
         int kd = s.keyDim();
         int vd = s.valueDim();
