@@ -187,8 +187,8 @@ final class ChunkMath {
                     acc0 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc0);
                     acc1 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j + LANES).fma(av, acc1);
                 }
-                store(acc0, alpha, beta, c, at);
-                store(acc1, alpha, beta, c, at + LANES);
+                storeRow(acc0, alpha, beta, c, at);
+                storeRow(acc1, alpha, beta, c, at + LANES);
             }
         }
         for (; j + LANES <= n; j += LANES) {
@@ -198,7 +198,7 @@ final class ChunkMath {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc);
                 }
-                store(acc, alpha, beta, c, cOff + i * ldc + j);
+                storeRow(acc, alpha, beta, c, cOff + i * ldc + j);
             }
         }
         for (; j < n; j++) {
@@ -265,14 +265,35 @@ final class ChunkMath {
             c30 = b0.fma(a3, c30);
             c31 = b1.fma(a3, c31);
         }
-        store(c00, alpha, beta, c, cOff);
-        store(c01, alpha, beta, c, cOff + LANES);
-        store(c10, alpha, beta, c, cOff + ldc);
-        store(c11, alpha, beta, c, cOff + ldc + LANES);
-        store(c20, alpha, beta, c, cOff + 2 * ldc);
-        store(c21, alpha, beta, c, cOff + 2 * ldc + LANES);
-        store(c30, alpha, beta, c, cOff + 3 * ldc);
-        store(c31, alpha, beta, c, cOff + 3 * ldc + LANES);
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        c30 = c30.mul(va);
+        c31 = c31.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+            c30 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc).fma(vb, c30);
+            c31 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + LANES).fma(vb, c31);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
+        c30.intoArray(c, cOff + 3 * ldc);
+        c31.intoArray(c, cOff + 3 * ldc + LANES);
     }
 
     private static void tile6x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
@@ -313,18 +334,47 @@ final class ChunkMath {
             c50 = b0.fma(av, c50);
             c51 = b1.fma(av, c51);
         }
-        store(c00, alpha, beta, c, cOff);
-        store(c01, alpha, beta, c, cOff + LANES);
-        store(c10, alpha, beta, c, cOff + ldc);
-        store(c11, alpha, beta, c, cOff + ldc + LANES);
-        store(c20, alpha, beta, c, cOff + 2 * ldc);
-        store(c21, alpha, beta, c, cOff + 2 * ldc + LANES);
-        store(c30, alpha, beta, c, cOff + 3 * ldc);
-        store(c31, alpha, beta, c, cOff + 3 * ldc + LANES);
-        store(c40, alpha, beta, c, cOff + 4 * ldc);
-        store(c41, alpha, beta, c, cOff + 4 * ldc + LANES);
-        store(c50, alpha, beta, c, cOff + 5 * ldc);
-        store(c51, alpha, beta, c, cOff + 5 * ldc + LANES);
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        c30 = c30.mul(va);
+        c31 = c31.mul(va);
+        c40 = c40.mul(va);
+        c41 = c41.mul(va);
+        c50 = c50.mul(va);
+        c51 = c51.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+            c30 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc).fma(vb, c30);
+            c31 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + LANES).fma(vb, c31);
+            c40 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc).fma(vb, c40);
+            c41 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc + LANES).fma(vb, c41);
+            c50 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc).fma(vb, c50);
+            c51 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc + LANES).fma(vb, c51);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
+        c30.intoArray(c, cOff + 3 * ldc);
+        c31.intoArray(c, cOff + 3 * ldc + LANES);
+        c40.intoArray(c, cOff + 4 * ldc);
+        c41.intoArray(c, cOff + 4 * ldc + LANES);
+        c50.intoArray(c, cOff + 5 * ldc);
+        c51.intoArray(c, cOff + 5 * ldc + LANES);
     }
 
     /**
@@ -349,9 +399,12 @@ final class ChunkMath {
         }
     }
 
-    /** {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values). */
-    private static void store(FloatVector acc, float alpha, float beta, float[] c, int at) {
-        FloatVector scaled = alpha == 1f ? acc : acc.mul(alpha);
+    /**
+     * {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values), for the single-row
+     * remainders only: C2 may decline to inline it, and then boxes {@code acc}; the tiles write their own.
+     */
+    private static void storeRow(FloatVector acc, float alpha, float beta, float[] c, int at) {
+        FloatVector scaled = acc.mul(alpha);
         if (beta != 0f) {
             scaled = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), scaled);
         }
