@@ -187,8 +187,15 @@ final class ChunkMath {
                     acc0 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc0);
                     acc1 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j + LANES).fma(av, acc1);
                 }
-                storeRow(acc0, alpha, beta, c, at);
-                storeRow(acc1, alpha, beta, c, at + LANES);
+                // Written out, like the tiles' stores.
+                acc0 = acc0.mul(alpha);
+                acc1 = acc1.mul(alpha);
+                if (beta != 0f) {
+                    acc0 = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc0);
+                    acc1 = FloatVector.fromArray(SPECIES, c, at + LANES).fma(FloatVector.broadcast(SPECIES, beta), acc1);
+                }
+                acc0.intoArray(c, at);
+                acc1.intoArray(c, at + LANES);
             }
         }
         for (; j + LANES <= n; j += LANES) {
@@ -198,7 +205,12 @@ final class ChunkMath {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc);
                 }
-                storeRow(acc, alpha, beta, c, cOff + i * ldc + j);
+                int at = cOff + i * ldc + j;
+                acc = acc.mul(alpha);
+                if (beta != 0f) {
+                    acc = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc);
+                }
+                acc.intoArray(c, at);
             }
         }
         for (; j < n; j++) {
@@ -397,17 +409,5 @@ final class ChunkMath {
                 out[d * rows + c] = m[mOff + c * ld + d];
             }
         }
-    }
-
-    /**
-     * {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values), for the single-row
-     * remainders only: C2 may decline to inline it, and then boxes {@code acc}; the tiles write their own.
-     */
-    private static void storeRow(FloatVector acc, float alpha, float beta, float[] c, int at) {
-        FloatVector scaled = acc.mul(alpha);
-        if (beta != 0f) {
-            scaled = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), scaled);
-        }
-        scaled.intoArray(c, at);
     }
 }
