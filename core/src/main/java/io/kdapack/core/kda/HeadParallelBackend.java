@@ -148,7 +148,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
             }
         });
         KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
-                grads.dq(), grads.dk(), grads.dg(), grads.dBeta());
+                grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
         float[] dv = tokenMajor(grads.dv(), in.tokens(), hv, in.valueDim());
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
@@ -156,7 +156,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
     /** Runs the forward of every head, keeping {@code keep} of each (nothing kept for {@link Keep#NOTHING}). */
     private Tape record(KdaInputs in, KdaOptions options, Keep keep) {
         in.validate(options);
-        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options);
+        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks);
         int hv = in.valueHeads();
         int vd = in.valueDim();
         int stateSize = in.keyDim() * vd;
@@ -235,13 +235,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
                 order[i * hv + vh] = sequences[i] * hv + vh;
             }
         }
-        if (pool == null || order.length <= 1) {
-            for (int id : order) {
-                task.accept(id);
-            }
-            return;
-        }
-        pool.submit(() -> IntStream.range(0, order.length).parallel().forEach(i -> task.accept(order[i]))).join();
+        runBlocks(order.length, i -> task.accept(order[i]));
     }
 
     /** Sequence {@code n} of value head {@code vh} in the prepared tensors. */
@@ -261,24 +255,33 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /** {@code x [T,HV,dim]} as {@code [HV,T,dim]}. */
-    private static float[] headMajor(float[] x, int tokens, int heads, int dim) {
+    private float[] headMajor(float[] x, int tokens, int heads, int dim) {
         float[] out = new float[x.length];
-        for (int h = 0; h < heads; h++) {
+        runBlocks(heads, h -> {
             for (int p = 0; p < tokens; p++) {
                 System.arraycopy(x, (p * heads + h) * dim, out, (h * tokens + p) * dim, dim);
             }
-        }
+        });
         return out;
     }
 
     /** {@code x [HV,T,dim]} as {@code [T,HV,dim]}. */
-    private static float[] tokenMajor(float[] x, int tokens, int heads, int dim) {
+    private float[] tokenMajor(float[] x, int tokens, int heads, int dim) {
         float[] out = new float[x.length];
-        for (int h = 0; h < heads; h++) {
+        runBlocks(heads, h -> {
             for (int p = 0; p < tokens; p++) {
                 System.arraycopy(x, (h * tokens + p) * dim, out, (p * heads + h) * dim, dim);
             }
-        }
+        });
         return out;
+    }
+
+    /** Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks). */
+    private void runBlocks(int count, IntConsumer block) {
+        if (pool == null || count <= 1) {
+            KdaPreprocess.SERIAL.run(count, block);
+        } else {
+            pool.submit(() -> IntStream.range(0, count).parallel().forEach(block)).join();
+        }
     }
 }

@@ -1,5 +1,8 @@
 package io.kdapack.core.kda;
 
+import java.util.Arrays;
+import java.util.function.IntConsumer;
+
 /**
  * The in-op preprocessing of DESIGN §2 and its backward: q/k l2 norm, the scale of q, the gate (softplus
  * or lower-bound form) and the beta sigmoid. Only tokens inside a segment are touched; padding keeps
@@ -7,6 +10,25 @@ package io.kdapack.core.kda;
  * a parameter and not a decay.
  */
 public final class KdaPreprocess {
+
+    /**
+     * Tokens per block of work. Blocks are fixed by the token count alone, so that the per-block sums of
+     * the backward, combined in block order, give the same bits for any thread count.
+     */
+    static final int TOKEN_BLOCK = 256;
+
+    /** Runs {@code block.accept(b)} for {@code b = 0 … count−1}, in any order and possibly in parallel. */
+    @FunctionalInterface
+    public interface BlockRunner {
+        void run(int count, IntConsumer block);
+    }
+
+    /** Runs the blocks one after another on the calling thread. */
+    public static final BlockRunner SERIAL = (count, block) -> {
+        for (int b = 0; b < count; b++) {
+            block.accept(b);
+        }
+    };
 
     private KdaPreprocess() {
     }
@@ -33,8 +55,13 @@ public final class KdaPreprocess {
     public record RawGradients(float[] dq, float[] dk, float[] dg, float[] dBeta, float[] dALog, float[] dDtBias) {
     }
 
-    /** Applies the preprocessing of {@code options} to validated inputs. */
+    /** Applies the preprocessing of {@code options} to validated inputs, on the calling thread. */
     public static Prepared forward(KdaInputs in, KdaOptions options) {
+        return forward(in, options, SERIAL);
+    }
+
+    /** Applies the preprocessing of {@code options} to validated inputs, blocks of tokens run by {@code runner}. */
+    public static Prepared forward(KdaInputs in, KdaOptions options, BlockRunner runner) {
         int t = in.tokens();
         int h = in.heads();
         int hv = in.valueHeads();
@@ -49,9 +76,12 @@ public final class KdaPreprocess {
         float[] beta = new float[t * hv];
         float[] qNorm = options.qkL2Norm() ? new float[t * h] : null;
         float[] kNorm = options.qkL2Norm() ? new float[t * h] : null;
-        Segments s = in.segments();
-        for (int n = 0; n < s.count(); n++) {
-            for (int p = s.start(n); p < s.end(n); p++) {
+        boolean[] inside = insideSegments(in.segments());
+        runner.run(blocks(t), b -> {
+            for (int p = b * TOKEN_BLOCK, end = Math.min(t, p + TOKEN_BLOCK); p < end; p++) {
+                if (!inside[p]) {
+                    continue;
+                }
                 for (int head = 0; head < h; head++) {
                     int row = p * h + head;
                     int first = (head * group * t + p) * kd;
@@ -72,14 +102,25 @@ public final class KdaPreprocess {
                     beta[headRow] = options.betaSigmoid() ? sigmoid(in.beta()[row]) : in.beta()[row];
                 }
             }
-        }
+        });
         return new Prepared(q, k, v, decay, beta, qNorm, kNorm, scale);
     }
 
     /**
      * Maps gradients with respect to the prepared tensors back to the raw inputs (token-major, like the
-     * inputs). The value heads of a q/k head are summed in ascending order, and sums over tokens
-     * ({@code dALog}, {@code dDtBias}) run in token order, so results do not depend on threads.
+     * inputs), on the calling thread; see {@link #backward(KdaInputs, KdaOptions, Prepared, float[], float[],
+     * float[], float[], BlockRunner)}.
+     */
+    public static RawGradients backward(KdaInputs in, KdaOptions options, Prepared prepared,
+                                        float[] dq, float[] dk, float[] dDecay, float[] dBeta) {
+        return backward(in, options, prepared, dq, dk, dDecay, dBeta, SERIAL);
+    }
+
+    /**
+     * Maps gradients with respect to the prepared tensors back to the raw inputs (token-major, like the
+     * inputs), blocks of tokens run by {@code runner}. The value heads of a q/k head are summed in ascending
+     * order; the sums over tokens ({@code dALog}, {@code dDtBias}) are taken in double per block, in token
+     * order, and the blocks' sums added in block order, so results do not depend on threads.
      *
      * @param dq     {@code [HV,T,K]} gradient of the prepared (normalised, scaled) q of each value head
      * @param dk     {@code [HV,T,K]} gradient of the prepared k of each value head
@@ -87,7 +128,7 @@ public final class KdaPreprocess {
      * @param dBeta  {@code [HV,T]} gradient of beta in (0,1)
      */
     public static RawGradients backward(KdaInputs in, KdaOptions options, Prepared prepared,
-                                        float[] dq, float[] dk, float[] dDecay, float[] dBeta) {
+                                        float[] dq, float[] dk, float[] dDecay, float[] dBeta, BlockRunner runner) {
         int t = in.tokens();
         int h = in.heads();
         int hv = in.valueHeads();
@@ -98,16 +139,20 @@ public final class KdaPreprocess {
         float[] rawDg = new float[t * hv * kd];
         float[] rawDBeta = new float[t * hv];
         boolean gateInOp = options.gate() != KdaOptions.Gate.NONE;
-        float[] dALog = in.aLog() == null ? null : new float[hv];
-        float[] dDtBias = gateInOp ? new float[hv * kd] : null;
-        // Sums over tokens in double, in token order: deterministic and free of float drift over long batches.
-        double[] dALogSum = new double[hv];
-        double[] dDtBiasSum = new double[hv * kd];
-        float[] dqSum = new float[kd];
-        float[] dkSum = new float[kd];
-        Segments s = in.segments();
-        for (int n = 0; n < s.count(); n++) {
-            for (int p = s.start(n); p < s.end(n); p++) {
+        boolean withALog = in.aLog() != null;
+        int blocks = blocks(t);
+        double[][] dALogSums = new double[blocks][hv];
+        double[][] dDtBiasSums = new double[blocks][hv * kd];
+        boolean[] inside = insideSegments(in.segments());
+        runner.run(blocks, b -> {
+            double[] dALogSum = dALogSums[b];
+            double[] dDtBiasSum = dDtBiasSums[b];
+            float[] dqSum = new float[kd];
+            float[] dkSum = new float[kd];
+            for (int p = b * TOKEN_BLOCK, end = Math.min(t, p + TOKEN_BLOCK); p < end; p++) {
+                if (!inside[p]) {
+                    continue;
+                }
                 for (int head = 0; head < h; head++) {
                     int row = p * h + head;
                     int first = (head * group * t + p) * kd;
@@ -130,27 +175,47 @@ public final class KdaPreprocess {
                         float dx = dDecayE * gateSlope(in, options, vh, x);
                         rawDg[e] = dx;
                         dDtBiasSum[vh * kd + i] += dx;
-                        if (dALog != null) {
+                        if (withALog) {
                             dALogSum[vh] += (double) dDecayE
                                     * gateALogSlope(in, options, vh, x, prepared.decay()[headRow * kd + i]);
                         }
                     }
-                    float b = prepared.beta()[headRow];
-                    rawDBeta[row] = options.betaSigmoid() ? dBeta[headRow] * b * (1f - b) : dBeta[headRow];
+                    float bt = prepared.beta()[headRow];
+                    rawDBeta[row] = options.betaSigmoid() ? dBeta[headRow] * bt * (1f - bt) : dBeta[headRow];
                 }
             }
-        }
-        if (dALog != null) {
-            for (int vh = 0; vh < hv; vh++) {
-                dALog[vh] = (float) dALogSum[vh];
-            }
-        }
-        if (dDtBias != null) {
-            for (int i = 0; i < dDtBias.length; i++) {
-                dDtBias[i] = (float) dDtBiasSum[i];
-            }
-        }
+        });
+        float[] dALog = withALog ? sumBlocks(dALogSums, hv) : null;
+        float[] dDtBias = gateInOp ? sumBlocks(dDtBiasSums, hv * kd) : null;
         return new RawGradients(rawDq, rawDk, rawDg, rawDBeta, dALog, dDtBias);
+    }
+
+    private static int blocks(int tokens) {
+        return (tokens + TOKEN_BLOCK - 1) / TOKEN_BLOCK;
+    }
+
+    /** Whether each token lies in a segment (padding does not). */
+    private static boolean[] insideSegments(Segments s) {
+        boolean[] inside = new boolean[s.tokens()];
+        for (int n = 0; n < s.count(); n++) {
+            Arrays.fill(inside, s.start(n), s.end(n), true);
+        }
+        return inside;
+    }
+
+    /** The per-block sums added in block order, rounded to float. */
+    private static float[] sumBlocks(double[][] perBlock, int size) {
+        double[] total = new double[size];
+        for (double[] block : perBlock) {
+            for (int i = 0; i < size; i++) {
+                total[i] += block[i];
+            }
+        }
+        float[] out = new float[size];
+        for (int i = 0; i < size; i++) {
+            out[i] = (float) total[i];
+        }
+        return out;
     }
 
     /** {@code out = Σ_c x[first + c·stride …+K]} over the {@code group} copies, in ascending order. */
