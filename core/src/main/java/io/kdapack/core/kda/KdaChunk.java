@@ -35,6 +35,8 @@ import jdk.incubator.vector.FloatVector;
 final class KdaChunk {
 
     static final int SIZE = 64;
+    /** Rows per block of the triangular inverse. */
+    private static final int INVERSE_BLOCK = 16;
 
     private final int kd;
     private final int vd;
@@ -59,6 +61,7 @@ final class KdaChunk {
     private final float[] vb;
     private final float[] transposed;
     private final float[] s0Transposed;
+    private final float[] blockRows;
     private final double[] suffixSum;
 
     KdaChunk(int keyDim, int valueDim) {
@@ -83,6 +86,7 @@ final class KdaChunk {
         vb = new float[SIZE * vd];
         transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
         s0Transposed = new float[kd * vd];
+        blockRows = new float[INVERSE_BLOCK * SIZE];
         suffixSum = new double[kd];
     }
 
@@ -264,20 +268,30 @@ final class KdaChunk {
     }
 
     /**
-     * {@code inverse = (I + A)⁻¹}, unit lower triangular (zero above the diagonal up to column len), by
-     * forward substitution over rows: {@code T_r = e_r − Σ_{c<r} A[r,c] T_c}, where row c has support
-     * {@code 0 … c}.
+     * {@code inverse = (I + A)⁻¹}, unit lower triangular (zero above the diagonal up to column len), by blocks
+     * of {@value #INVERSE_BLOCK} rows: the diagonal block {@code T_ii} by forward substitution over its rows
+     * ({@code T_r = e_r − Σ_{c<r} A[r,c] T_c}), then the block's left part from the rows above,
+     * {@code T_i,<i = −T_ii · (A_i,<i · T_<i,<i)}, as two products.
      */
     private void invertUnitLower(int len) {
-        for (int r = 0; r < len; r++) {
-            int row = r * SIZE;
-            Arrays.fill(p.inverse, row, row + len, 0f);
-            p.inverse[row + r] = 1f;
-            for (int c = 0; c < r; c++) {
-                float arc = a[row + c];
-                if (arc != 0f) {
-                    axpy(c + 1, -arc, p.inverse, c * SIZE, p.inverse, row);
+        for (int r0 = 0; r0 < len; r0 += INVERSE_BLOCK) {
+            int rows = Math.min(INVERSE_BLOCK, len - r0);
+            for (int r = r0; r < r0 + rows; r++) {
+                int row = r * SIZE;
+                Arrays.fill(p.inverse, row, row + len, 0f);
+                p.inverse[row + r] = 1f;
+                for (int c = r0; c < r; c++) {
+                    float arc = a[row + c];
+                    if (arc != 0f) {
+                        axpy(c - r0 + 1, -arc, p.inverse, c * SIZE + r0, p.inverse, row + r0);
+                    }
                 }
+            }
+            if (r0 > 0) {
+                ChunkMath.matmul(false, rows, r0, r0, 1f, a, r0 * SIZE, SIZE, p.inverse, 0, SIZE, 0f,
+                        blockRows, 0, SIZE);
+                ChunkMath.matmul(LOWER_A, false, rows, r0, rows, -1f, p.inverse, r0 * SIZE + r0, SIZE, blockRows, 0,
+                        SIZE, 0f, p.inverse, r0 * SIZE, SIZE);
             }
         }
     }
