@@ -111,7 +111,9 @@ final class ChunkMath {
      * error a few ulp: {@code x = n·ln2 + r} with {@code |r| ≤ ln2/2}, a degree-7 Taylor polynomial in
      * {@code r} (truncation error below 1e-8), times {@code 2^n} built in the exponent bits. Arguments are
      * clamped at −88, where {@code n = −127} gives exponent bits 0, so everything below about −87.7 (where exp
-     * leaves the normal float range) comes out as exactly 0 without a blend.
+     * leaves the normal float range) comes out as exactly 0 without a blend. (The activations' exp,
+     * {@code linalg.ExpKernels}, clamps at −87 instead: a decay must reach exact 0 for a hard reset, an
+     * activation need not.)
      */
     static FloatVector exp(FloatVector x) {
         FloatVector shifter = FloatVector.broadcast(SPECIES, ROUNDING_SHIFTER);

@@ -38,6 +38,8 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
 
     private final int threads;
     private final ForkJoinPool pool;
+    /** The per-call head-major temporaries and prepared tensors, reused from call to call. */
+    private final BufferPool buffers = new BufferPool();
 
     /** @param threads worker threads, ≥ 1 */
     HeadParallelBackend(int threads) {
@@ -67,12 +69,23 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
                         float[] beta) {
     }
 
-    /** Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks; start at zero. */
+    /**
+     * Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks; a task zeroes its
+     * sequence's rows ({@link #clear}) before it accumulates into them.
+     */
     record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
-        static HeadGradients zeros(KdaInputs in) {
-            int rows = in.tokens() * in.valueHeads();
-            return new HeadGradients(new float[rows * in.keyDim()], new float[rows * in.keyDim()],
-                    new float[rows * in.valueDim()], new float[rows * in.keyDim()], new float[rows]);
+
+        /** Zeroes the rows of sequence {@code s}. */
+        void clear(HeadSequence s) {
+            int kd = s.keyDim();
+            int vd = s.valueDim();
+            int first = s.row0();
+            int end = first + s.length();
+            Arrays.fill(dq, first * kd, end * kd, 0f);
+            Arrays.fill(dk, first * kd, end * kd, 0f);
+            Arrays.fill(dg, first * kd, end * kd, 0f);
+            Arrays.fill(dv, first * vd, end * vd, 0f);
+            Arrays.fill(dBeta, first, end, 0f);
         }
     }
 
@@ -80,7 +93,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
      * Runs one head forward.
      *
      * @param state {@code [K,V]} the initial state on entry, the final state on return
-     * @param o     {@code [HV·T,V]} outputs, this sequence's rows to fill
+     * @param o     {@code [HV·T,V]} outputs, this sequence's rows to fill (zero on entry)
      * @param keep  what to keep for {@link #backwardHead}
      * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
@@ -132,16 +145,19 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         in.validateUpstream(dO, dHt);
         int hv = in.valueHeads();
         int stateSize = in.keyDim() * in.valueDim();
-        float[] dOHeads = headMajor(dO, in.tokens(), hv, in.valueDim());
-        HeadGradients grads = HeadGradients.zeros(in);
+        float[] dOHeads = headMajor(in, dO, in.valueDim());
+        int rows = in.tokens() * hv;
+        HeadGradients grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
+                buffers.take(rows * in.valueDim()), buffers.take(rows * in.keyDim()), buffers.take(rows));
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
         runTasks(in, task -> {
             int n = task / hv;
             int vh = task % hv;
             float[] dState = dHt == null ? new float[stateSize]
                     : Arrays.copyOfRange(dHt, task * stateSize, (task + 1) * stateSize);
-            backwardHead(sequence(in, recorded.prepared, n, vh), initialState(in, n, vh), kept(recorded, task),
-                    dOHeads, dState, grads);
+            HeadSequence s = sequence(in, recorded.prepared, n, vh);
+            grads.clear(s);
+            backwardHead(s, initialState(in, n, vh), kept(recorded, task), dOHeads, dState, grads);
             recorded.heads[task] = null;
             if (dH0 != null) {
                 System.arraycopy(dState, 0, dH0, task * stateSize, stateSize);
@@ -149,32 +165,42 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         });
         KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
                 grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
-        float[] dv = tokenMajor(grads.dv(), in.tokens(), hv, in.valueDim());
+        float[] dv = tokenMajor(in, grads.dv(), in.valueDim());
+        KdaPreprocess.Prepared p = recorded.prepared;
+        buffers.give(dOHeads, grads.dq(), grads.dk(), grads.dv(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.v(),
+                p.decay(), p.beta());
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
 
     /** Runs the forward of every head, keeping {@code keep} of each (nothing kept for {@link Keep#NOTHING}). */
     private Tape record(KdaInputs in, KdaOptions options, Keep keep) {
         in.validate(options);
-        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks);
+        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
         int hv = in.valueHeads();
         int vd = in.valueDim();
         int stateSize = in.keyDim() * vd;
-        float[] oHeads = new float[in.tokens() * hv * vd];
+        float[] oHeads = buffers.take(in.tokens() * hv * vd);
         float[] ht = new float[Math.toIntExact(in.stateSize())];
         Object[] heads = keep == Keep.NOTHING ? null : new Object[in.segments().count() * hv];
         runTasks(in, task -> {
             int n = task / hv;
             int vh = task % hv;
             float[] state = initialState(in, n, vh);
-            H kept = forwardHead(sequence(in, p, n, vh), state, oHeads, keep);
+            HeadSequence s = sequence(in, p, n, vh);
+            Arrays.fill(oHeads, s.row0() * vd, (s.row0() + s.length()) * vd, 0f); // the kernels add into o
+            H kept = forwardHead(s, state, oHeads, keep);
             if (heads != null) {
                 heads[task] = kept;
             }
             System.arraycopy(state, 0, ht, task * stateSize, stateSize);
         });
-        KdaResult result = new KdaResult(tokenMajor(oHeads, in.tokens(), hv, vd), ht);
-        return new Tape(this, in, options, result, keep == Keep.NOTHING ? null : p, heads);
+        KdaResult result = new KdaResult(tokenMajor(in, oHeads, vd), ht);
+        buffers.give(oHeads);
+        if (keep == Keep.NOTHING) {
+            buffers.give(p.q(), p.k(), p.v(), p.decay(), p.beta());
+            return new Tape(this, in, options, result, null, null);
+        }
+        return new Tape(this, in, options, result, p, heads);
     }
 
     /** A forward recorded by this backend: the prepared inputs, each head's rows and what it kept. */
@@ -254,26 +280,40 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         return Arrays.copyOfRange(in.h0(), offset, offset + size);
     }
 
-    /** {@code x [T,HV,dim]} as {@code [HV,T,dim]}. */
-    private float[] headMajor(float[] x, int tokens, int heads, int dim) {
-        float[] out = new float[x.length];
-        runBlocks(heads, h -> {
-            for (int p = 0; p < tokens; p++) {
-                System.arraycopy(x, (p * heads + h) * dim, out, (h * tokens + p) * dim, dim);
-            }
-        });
+    /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */
+    private float[] headMajor(KdaInputs in, float[] x, int dim) {
+        float[] out = buffers.take(x.length);
+        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (p * heads + h) * dim, out,
+                (h * tokens + p) * dim, dim));
         return out;
     }
 
-    /** {@code x [HV,T,dim]} as {@code [T,HV,dim]}. */
-    private float[] tokenMajor(float[] x, int tokens, int heads, int dim) {
+    /** The segment rows of {@code x [HV,T,dim]} as {@code [T,HV,dim]} (padding rows zero). */
+    private float[] tokenMajor(KdaInputs in, float[] x, int dim) {
         float[] out = new float[x.length];
+        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (h * tokens + p) * dim, out,
+                (p * heads + h) * dim, dim));
+        return out;
+    }
+
+    /** Copies one row: token {@code p} of value head {@code h}. */
+    @FunctionalInterface
+    private interface RowCopy {
+        void copy(int p, int h, int tokens, int heads);
+    }
+
+    /** Runs {@code copy} for every segment token of every value head, one block per value head. */
+    private void copySegmentRows(KdaInputs in, RowCopy copy) {
+        Segments seg = in.segments();
+        int tokens = in.tokens();
+        int heads = in.valueHeads();
         runBlocks(heads, h -> {
-            for (int p = 0; p < tokens; p++) {
-                System.arraycopy(x, (h * tokens + p) * dim, out, (p * heads + h) * dim, dim);
+            for (int n = 0; n < seg.count(); n++) {
+                for (int p = seg.start(n); p < seg.end(n); p++) {
+                    copy.copy(p, h, tokens, heads);
+                }
             }
         });
-        return out;
     }
 
     /** Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks). */

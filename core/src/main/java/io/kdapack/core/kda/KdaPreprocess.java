@@ -2,6 +2,7 @@ package io.kdapack.core.kda;
 
 import java.util.Arrays;
 import java.util.function.IntConsumer;
+import java.util.function.IntFunction;
 
 /**
  * The in-op preprocessing of DESIGN §2 and its backward: q/k l2 norm, the scale of q, the gate (softplus
@@ -36,7 +37,7 @@ public final class KdaPreprocess {
     /**
      * What the recurrence consumes, head-major so that each (sequence, value head) reads contiguous rows:
      * token p of value head vh is row {@code vh·T + p}. q and k are repeated for every value head of their
-     * group. Padding rows are zero.
+     * group. Rows of padding tokens are not written (zero in fresh arrays) and never read.
      *
      * @param q     {@code [HV,T,K]} normalised (with l2norm) and multiplied by the scale
      * @param k     {@code [HV,T,K]} normalised (with l2norm)
@@ -57,11 +58,14 @@ public final class KdaPreprocess {
 
     /** Applies the preprocessing of {@code options} to validated inputs, on the calling thread. */
     public static Prepared forward(KdaInputs in, KdaOptions options) {
-        return forward(in, options, SERIAL);
+        return forward(in, options, SERIAL, float[]::new);
     }
 
-    /** Applies the preprocessing of {@code options} to validated inputs, blocks of tokens run by {@code runner}. */
-    public static Prepared forward(KdaInputs in, KdaOptions options, BlockRunner runner) {
+    /**
+     * Applies the preprocessing of {@code options} to validated inputs, blocks of tokens run by {@code runner},
+     * the head-major tensors from {@code buffers} (which may hand out arrays that are not zero).
+     */
+    public static Prepared forward(KdaInputs in, KdaOptions options, BlockRunner runner, IntFunction<float[]> buffers) {
         int t = in.tokens();
         int h = in.heads();
         int hv = in.valueHeads();
@@ -69,11 +73,11 @@ public final class KdaPreprocess {
         int kd = in.keyDim();
         int vd = in.valueDim();
         float scale = options.scaleFor(kd);
-        float[] q = new float[t * hv * kd];
-        float[] k = new float[t * hv * kd];
-        float[] v = new float[t * hv * vd];
-        float[] decay = new float[t * hv * kd];
-        float[] beta = new float[t * hv];
+        float[] q = buffers.apply(t * hv * kd);
+        float[] k = buffers.apply(t * hv * kd);
+        float[] v = buffers.apply(t * hv * vd);
+        float[] decay = buffers.apply(t * hv * kd);
+        float[] beta = buffers.apply(t * hv);
         float[] qNorm = options.qkL2Norm() ? new float[t * h] : null;
         float[] kNorm = options.qkL2Norm() ? new float[t * h] : null;
         boolean[] inside = insideSegments(in.segments());
