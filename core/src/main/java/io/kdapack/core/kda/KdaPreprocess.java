@@ -316,7 +316,17 @@ public final class KdaPreprocess {
 
     /** {@code log(1 + exp(x))} without overflow: the exponent is always ≤ 0. */
     static double softplus(double x) {
-        return x > 0 ? x + Math.log1p(Math.exp(-x)) : Math.log1p(Math.exp(x));
+        return x > 0 ? x + log1p(Math.exp(-x)) : log1p(Math.exp(x));
+    }
+
+    /**
+     * {@code log(1 + y)} for {@code 0 ≤ y ≤ 1}, to double precision far beyond the float result: the
+     * intrinsic {@code Math.log} of {@code 1 + y} (rounding {@code 1 + y} costs at most 1e-12 relative once
+     * {@code y ≥ 1e-4}), below that the series {@code y − y²/2 + y³/3} (truncation under 3e-13 relative).
+     * {@code Math.log1p} is the pure-Java fdlibm routine and cost a tenth of a training step.
+     */
+    private static double log1p(double y) {
+        return y < 1e-4 ? y * (1 - y * (0.5 - y / 3)) : Math.log(1 + y);
     }
 
     /** {@code 1 / (1 + exp(−x))} with the exponent always ≤ 0. */
