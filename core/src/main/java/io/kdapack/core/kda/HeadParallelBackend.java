@@ -2,9 +2,10 @@ package io.kdapack.core.kda;
 
 import java.util.Arrays;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinTask;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntConsumer;
-import java.util.stream.IntStream;
 
 /**
  * The frame shared by the CPU backends: validation, preprocessing, one task per (sequence, value head) run
@@ -316,12 +317,27 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         });
     }
 
-    /** Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks). */
+    /**
+     * Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks). Each worker
+     * takes the next block in order until none is left, so blocks listed longest first are spread evenly.
+     */
     private void runBlocks(int count, IntConsumer block) {
         if (pool == null || count <= 1) {
             KdaPreprocess.SERIAL.run(count, block);
-        } else {
-            pool.submit(() -> IntStream.range(0, count).parallel().forEach(block)).join();
+            return;
+        }
+        AtomicInteger next = new AtomicInteger();
+        Runnable worker = () -> {
+            for (int b = next.getAndIncrement(); b < count; b = next.getAndIncrement()) {
+                block.accept(b);
+            }
+        };
+        ForkJoinTask<?>[] workers = new ForkJoinTask<?>[Math.min(threads, count)];
+        for (int w = 0; w < workers.length; w++) {
+            workers[w] = pool.submit(worker);
+        }
+        for (ForkJoinTask<?> w : workers) {
+            w.join();
         }
     }
 }
