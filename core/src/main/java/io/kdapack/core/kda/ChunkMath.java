@@ -194,7 +194,8 @@ final class ChunkMath {
                 acc1 = acc1.mul(alpha);
                 if (beta != 0f) {
                     acc0 = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc0);
-                    acc1 = FloatVector.fromArray(SPECIES, c, at + LANES).fma(FloatVector.broadcast(SPECIES, beta), acc1);
+                    acc1 = FloatVector.fromArray(SPECIES, c, at + LANES)
+                            .fma(FloatVector.broadcast(SPECIES, beta), acc1);
                 }
                 acc0.intoArray(c, at);
                 acc1.intoArray(c, at + LANES);
@@ -227,7 +228,7 @@ final class ChunkMath {
         }
     }
 
-    /** {@link Structure#FULL} {@link #matmul(Structure, boolean, int, int, int, float, float[], int, int, float[], int, int, float, float[], int, int)}. */
+    /** The dense product: {@code matmul(Structure.FULL, …)}. */
     static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b,
                        int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         matmul(Structure.FULL, transA, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
@@ -251,8 +252,8 @@ final class ChunkMath {
         return Math.min(m, column / 6 * 6);
     }
 
-    private static void tile4x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
-                                int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+    private static void tile4x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES);
@@ -310,8 +311,8 @@ final class ChunkMath {
         c31.intoArray(c, cOff + 3 * ldc + LANES);
     }
 
-    private static void tile6x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
-                                int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+    private static void tile6x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES);

@@ -107,8 +107,9 @@ final class KdaChunk {
 
     /**
      * Forward of the chunk of {@code len} tokens starting at row {@code first} of {@code s}'s tensors: adds
-     * the outputs to the same rows of {@code o [HV·T,V]} (unless null) and advances {@code state [K,V]} in place. The forward
-     * intermediates go to {@code keep} when given, for a later {@link #backward} of the same chunk.
+     * the outputs to the same rows of {@code o [HV·T,V]} (unless null) and advances {@code state [K,V]} in
+     * place. The forward intermediates go to {@code keep} when given, for a later {@link #backward} of the
+     * same chunk.
      */
     void forward(HeadParallelBackend.HeadSequence s, int first, int len, float[] state, float[] o,
                  Intermediates keep) {
