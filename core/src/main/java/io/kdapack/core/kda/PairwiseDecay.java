@@ -2,6 +2,7 @@ package io.kdapack.core.kda;
 
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -34,7 +35,6 @@ final class PairwiseDecay {
 
     private final int kd;
     private final float[] run;
-    private final float[] negatedRun;
     private final float[] rowDecay;
     private final float[] colDecay;
     private final float[] qRow;
@@ -49,7 +49,6 @@ final class PairwiseDecay {
     PairwiseDecay(int keyDim) {
         kd = keyDim;
         run = new float[kd];
-        negatedRun = new float[kd];
         rowDecay = new float[BLOCK * kd];
         colDecay = new float[SIZE * kd];
         qRow = new float[BLOCK * kd];
@@ -182,38 +181,77 @@ final class PairwiseDecay {
         boolean factored = true;
         for (int r = 0; r < b; r++) {
             int row = (first + a + r) * kd;
-            if (r > 0) {
-                ChunkMath.axpy(kd, 1f, g, row, run, 0);
-            }
-            ChunkMath.exp(kd, run, 0, rowDecay, r * kd);
-            ChunkMath.multiply(kd, q, row, rowDecay, r * kd, qRow, r * kd);
-            ChunkMath.multiply(kd, k, row, rowDecay, r * kd, kRow, r * kd);
-            factored = factored && withinFactorRange(run);
+            boolean inRange = rowFactors(q, k, r > 0 ? g : null, row, r * kd);
+            factored = factored && inRange;
             if (factored) {
-                for (int i = 0; i < kd; i++) {
-                    negatedRun[i] = -run[i];
-                }
-                ChunkMath.exp(kd, negatedRun, 0, colDecay, (a + r) * kd);
-                ChunkMath.multiply(kd, k, row, colDecay, (a + r) * kd, kCol, (a + r) * kd);
+                columnFactors(k, null, row, (a + r) * kd, true);
             }
         }
         Arrays.fill(run, 0f);
         for (int c = a - 1; c >= 0; c--) {
-            ChunkMath.axpy(kd, 1f, g, (first + c + 1) * kd, run, 0);
-            ChunkMath.exp(kd, run, 0, colDecay, c * kd);
-            ChunkMath.multiply(kd, k, (first + c) * kd, colDecay, c * kd, kCol, c * kd);
+            columnFactors(k, g, (first + c) * kd, c * kd, false);
         }
         return factored;
     }
 
-    /** Whether every entry of {@code run} lies in {@code [−FACTOR_RANGE, FACTOR_RANGE]} (false for NaN). */
-    private boolean withinFactorRange(float[] run) {
-        for (int i = 0; i < kd; i++) {
-            if (!(Math.abs(run[i]) <= FACTOR_RANGE)) {
-                return false;
+    /**
+     * One row of the block in one pass: {@code run += g[gRow …]} (unless g is null), {@code rowDecay = exp(run)},
+     * {@code qRow}, {@code kRow} the row times it. Returns whether every {@code |run|} is within
+     * {@link #FACTOR_RANGE} (false for NaN).
+     */
+    private boolean rowFactors(float[] q, float[] k, float[] g, int row, int at) {
+        boolean inRange = true;
+        int i = 0;
+        for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+            FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
+            if (g != null) {
+                runV = runV.add(FloatVector.fromArray(SPECIES, g, row + i));
+                runV.intoArray(run, i);
             }
+            FloatVector decay = ChunkMath.exp(runV);
+            decay.intoArray(rowDecay, at + i);
+            FloatVector.fromArray(SPECIES, q, row + i).mul(decay).intoArray(qRow, at + i);
+            FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kRow, at + i);
+            inRange &= runV.abs().compare(VectorOperators.LE, FACTOR_RANGE).allTrue();
         }
-        return true;
+        for (; i < kd; i++) {
+            if (g != null) {
+                run[i] += g[row + i];
+            }
+            float decay = (float) Math.exp(run[i]);
+            rowDecay[at + i] = decay;
+            qRow[at + i] = q[row + i] * decay;
+            kRow[at + i] = k[row + i] * decay;
+            inRange &= Math.abs(run[i]) <= FACTOR_RANGE;
+        }
+        return inRange;
+    }
+
+    /**
+     * One column in one pass: {@code colDecay = exp(±run)} ({@code −run} when {@code negate}), after
+     * {@code run += g[row + K …]} when g is given (the gate of the next row, walking columns backwards), and
+     * {@code kCol} the column's k times it.
+     */
+    private void columnFactors(float[] k, float[] g, int row, int at, boolean negate) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+            FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
+            if (g != null) {
+                runV = runV.add(FloatVector.fromArray(SPECIES, g, row + kd + i));
+                runV.intoArray(run, i);
+            }
+            FloatVector decay = ChunkMath.exp(negate ? runV.neg() : runV);
+            decay.intoArray(colDecay, at + i);
+            FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kCol, at + i);
+        }
+        for (; i < kd; i++) {
+            if (g != null) {
+                run[i] += g[row + kd + i];
+            }
+            float decay = (float) Math.exp(negate ? -run[i] : run[i]);
+            colDecay[at + i] = decay;
+            kCol[at + i] = k[row + i] * decay;
+        }
     }
 
     /** Row r of the diagonal block at a: the decay summed from r down to each column c ≥ a. */
