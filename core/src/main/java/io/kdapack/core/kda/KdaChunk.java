@@ -213,22 +213,13 @@ final class KdaChunk {
         pairs.forward(s.q(), s.k(), s.g(), first, len, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
-            for (int c = 0; c < r; c++) {
-                a[r * SIZE + c] = beta * p.pairKK[r * SIZE + c];
-            }
+            scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);
             Arrays.fill(p.aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
+            // The right-hand sides of W = (I + A)⁻¹ diag(β) Kg and U = (I + A)⁻¹ diag(β) V.
+            scale(kd, beta, p.kg, r * kd, kb, r * kd);
+            scale(vd, beta, s.v(), (first + r) * vd, vb, r * vd);
         }
         invertUnitLower(len);
-        // W = (I + A)⁻¹ diag(β) Kg, U = (I + A)⁻¹ diag(β) V.
-        for (int r = 0; r < len; r++) {
-            float beta = s.beta()[first + r];
-            for (int i = 0; i < kd; i++) {
-                kb[r * kd + i] = beta * p.kg[r * kd + i];
-            }
-            for (int j = 0; j < vd; j++) {
-                vb[r * vd + j] = beta * s.v()[(first + r) * vd + j];
-            }
-        }
         ChunkMath.matmul(LOWER_A, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
         ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
         System.arraycopy(p.u, 0, p.vNew, 0, len * vd);
