@@ -117,20 +117,4 @@ public final class MicroBatchAssembler {
         }
         return new MicroBatch(rows, length, tokens, labels, lossMask, positions, segmentIds, mtpLabels, mtpMask);
     }
-
-    /** Segments (documents) of a micro-batch: runs of one non-zero segment id within a row. */
-    public static long segmentCount(MicroBatch batch) {
-        long count = 0;
-        int[] ids = batch.segmentIds();
-        for (int b = 0; b < batch.rows(); b++) {
-            int previous = 0;
-            for (int i = b * batch.length(); i < (b + 1) * batch.length(); i++) {
-                if (ids[i] != 0 && ids[i] != previous) {
-                    count++;
-                }
-                previous = ids[i];
-            }
-        }
-        return count;
-    }
 }

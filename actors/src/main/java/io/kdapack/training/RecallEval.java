@@ -80,7 +80,7 @@ public final class RecallEval {
                     recalled += loss[i] < LN_2 ? 1 : 0;
                 }
             }
-            documents += (int) MicroBatchAssembler.segmentCount(batch);
+            documents += batch.segmentCount();
         }
         return new Result(documents, answers, answers == 0 ? 0 : sum / answers,
                 answers == 0 ? 0 : (double) recalled / answers);

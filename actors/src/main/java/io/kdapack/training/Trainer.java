@@ -154,7 +154,7 @@ public final class Trainer implements AutoCloseable {
             MicroBatch batch = microBatches.get(m);
             forwardBackward(accumulation, m, batch);
             tokens += batch.size();
-            segments += MicroBatchAssembler.segmentCount(batch);
+            segments += batch.segmentCount();
         }
         TrainingOptimizer.StepStats update = finishStep(accumulation);
         double seconds = Math.max((System.nanoTime() - start) / 1e9, 1e-9);

@@ -62,7 +62,7 @@ class RecallEvalTest {
         // Rows of 17 hold only documents of at most 4 bindings (18 tokens do not fit).
         List<MicroBatch> short16 = new RecallEval(TASK, 16, 4, 0).batches(prefix, 1000);
         long fitting = TASK.documents(4, 30).stream().filter(d -> d.length <= 17).count();
-        long packed = short16.stream().mapToLong(MicroBatchAssembler::segmentCount).sum();
+        long packed = short16.stream().mapToLong(MicroBatch::segmentCount).sum();
         assertEquals(fitting, packed);
     }
 

@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.config.ConfigLoader;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.training.HybridModels;
-import io.kdapack.training.MicroBatchAssembler;
 import io.kdapack.training.StepResult;
 import io.kdapack.training.Trainer;
 import java.net.http.HttpRequest;
@@ -90,7 +89,7 @@ class ServerTrainingTest {
             double total = loss.path("loss").asDouble();
             assertTrue(Double.isFinite(total) && total > 0, "a positive cross-entropy: " + total);
             JsonNode segments = loss.path("segments");
-            assertEquals(MicroBatchAssembler.segmentCount(batch), segments.size(), "one loss per segment");
+            assertEquals(batch.segmentCount(), segments.size(), "one loss per segment");
             long count = 0;
             double sum = 0;
             for (JsonNode segment : segments) {

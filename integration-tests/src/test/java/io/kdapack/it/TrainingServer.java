@@ -111,10 +111,20 @@ final class TrainingServer implements AutoCloseable {
     }
 
     String startJob(Map<String, Object> config) throws Exception {
-        HttpResponse<String> created = send(request("/v1/jobs").header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(config))).build());
+        return startJob(JSON.writeValueAsString(config), "application/json");
+    }
+
+    /** Starts a job from a configuration document of the given content type; returns its id. */
+    String startJob(String document, String contentType) throws Exception {
+        HttpResponse<String> created = send(request("/v1/jobs").header("Content-Type", contentType)
+                .POST(HttpRequest.BodyPublishers.ofString(document)).build());
         assertEquals(201, created.statusCode(), created.body());
         return JSON.readTree(created.body()).get("id").asText();
+    }
+
+    /** The server's address (in-process servers only). */
+    java.net.InetSocketAddress address() {
+        return server.address();
     }
 
     JsonNode status(String id) throws Exception {

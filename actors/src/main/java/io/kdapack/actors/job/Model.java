@@ -9,6 +9,8 @@ import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -24,10 +26,11 @@ import org.apache.pekko.pattern.StatusReply;
  * Model stage: owns the job's {@link StepCompute} (weights, gradients, optimizer, checkpoints). Spawn it on
  * the pinned compute dispatcher so that every compute call, creation and close included, runs on one thread.
  *
- * <p>For a {@link RunStep} it pulls the step's micro-batches one by one from the segmenter (work pulling:
- * it asks for the next only when it is ready for it), runs forward and backward on each and hands the losses
- * to the loss actor. A micro-batch that does not arrive within the pull timeout, or one out of order, fails
- * the stage. {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so
+ * <p>For a {@link RunStep} it pulls the step's M micro-batches one by one from the segmenter (work pulling:
+ * it asks for the next only when it has taken the previous one), hands all M to one
+ * {@link StepCompute#forwardBackward} call (a step's loss weights may depend on all its loss masks, so the
+ * micro-batches travel together instead of being read a second time) and the M losses to the loss actor. A
+ * micro-batch that does not arrive within the pull timeout, or one out of order, fails the stage. {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so
  * they never come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later
  * ones are refused as busy.
  */
@@ -74,7 +77,8 @@ public final class Model extends AbstractBehavior<Model.Command> {
     private final Duration pullTimeout;
     private StepCompute compute;
     private RunStep current;
-    private int done;
+    /** The micro-batches of {@link #current} pulled so far, in index order. */
+    private final List<MicroBatch> stepBatches = new ArrayList<>();
     /** True from a {@link RunStep} until its {@link ApplyOptimizer}: gradients are partly accumulated. */
     private boolean inStep;
     private final Queue<Evaluate> waitingEvaluations = new ArrayDeque<>();
@@ -112,7 +116,7 @@ public final class Model extends AbstractBehavior<Model.Command> {
             throw new IllegalStateException("step " + step.step() + " requested while step " + current.step() + " runs");
         }
         current = step;
-        done = 0;
+        stepBatches.clear();
         inStep = true;
         pullNext();
         return this;
@@ -130,20 +134,27 @@ public final class Model extends AbstractBehavior<Model.Command> {
         if (pulled.failure() != null) {
             throw (Exception) pulled.failure();
         }
-        long expected = current.firstIndex() + done;
+        long expected = current.firstIndex() + stepBatches.size();
         if (pulled.delivered().index() != expected) {
             throw new IllegalStateException("micro-batch " + pulled.delivered().index() + " arrived, expected " + expected);
         }
-        MicroBatch batch = pulled.delivered().batch();
-        MicroBatchLoss loss = compute.forwardBackward(batch);
-        done++;
-        current.loss().tell(new Loss.Accumulate(current.step(), current.microBatches(), loss, batch.size(),
-                segmentCount(batch)));
-        if (done < current.microBatches()) {
+        stepBatches.add(pulled.delivered().batch());
+        if (stepBatches.size() < current.microBatches()) {
             pullNext();
-        } else {
-            current = null;
+            return this;
         }
+        List<MicroBatchLoss> losses = compute.forwardBackward(List.copyOf(stepBatches));
+        if (losses.size() != current.microBatches()) {
+            throw new IllegalStateException("forwardBackward returned " + losses.size() + " losses for "
+                    + current.microBatches() + " micro-batches");
+        }
+        for (int m = 0; m < losses.size(); m++) {
+            MicroBatch batch = stepBatches.get(m);
+            current.loss().tell(new Loss.Accumulate(current.step(), current.microBatches(), losses.get(m), batch.size(),
+                    batch.segmentCount()));
+        }
+        stepBatches.clear();
+        current = null;
         return this;
     }
 
@@ -180,22 +191,6 @@ public final class Model extends AbstractBehavior<Model.Command> {
         } catch (Exception e) {
             evaluate.replyTo().tell(StatusReply.error(e.getMessage() == null ? e.toString() : e.getMessage()));
         }
-    }
-
-    /** Segments (documents) of a micro-batch: runs of equal non-zero segment ids within each row. */
-    static int segmentCount(MicroBatch batch) {
-        int count = 0;
-        for (int row = 0; row < batch.rows(); row++) {
-            int previous = 0;
-            for (int t = row * batch.length(); t < (row + 1) * batch.length(); t++) {
-                int id = batch.segmentIds()[t];
-                if (id != 0 && id != previous) {
-                    count++;
-                }
-                previous = id;
-            }
-        }
-        return count;
     }
 
     private StepCompute compute() throws Exception {

@@ -2,15 +2,16 @@ package io.kdapack.actors.pipeline;
 
 import io.kdapack.core.model.MicroBatch;
 import java.io.IOException;
+import java.util.List;
 
 /**
  * The compute owner of one job: model weights, gradients, optimizer state and checkpoints.
  *
  * <p>Every call comes from one and the same thread (the model actor runs on a pinned dispatcher), so an
- * implementation may bind a GPU context to that thread. One optimizer step of a job is
- * {@code M = TrainingPlan.microBatchesPerStep()} calls of {@link #forwardBackward} followed by one call of
- * {@link #optimizerStep}; {@link #evaluate} and {@link #saveCheckpoint} only ever come between two optimizer
- * steps, never in the middle of one.
+ * implementation may bind a GPU context to that thread. One optimizer step of a job is one call of
+ * {@link #forwardBackward} with the step's {@code M = TrainingPlan.microBatchesPerStep()} micro-batches followed by
+ * one call of {@link #optimizerStep}; {@link #evaluate} and {@link #saveCheckpoint} only ever come between two
+ * optimizer steps, never in the middle of one.
  */
 public interface StepCompute extends AutoCloseable {
 
@@ -22,13 +23,16 @@ public interface StepCompute extends AutoCloseable {
     long restoreLatestCheckpoint() throws Exception;
 
     /**
-     * Forward and backward pass of one micro-batch; gradients accumulate until {@link #optimizerStep}. The
-     * implementation owns the loss reduction mode (per-micro-batch mean averaged over M, or global token
-     * mean): it scales the backward pass of this micro-batch accordingly.
+     * Forward and backward passes of one optimizer step's micro-batches, in order; gradients accumulate until
+     * {@link #optimizerStep}. The step's micro-batches come together, assembled once by the segmenter, because the
+     * loss weights of every backward pass may depend on the loss masks of all of them: the implementation owns the
+     * loss reduction mode (per-micro-batch mean averaged over M, or global token mean) and scales each backward pass
+     * accordingly.
      *
-     * @return the un-normalised loss sums and mask counts of this micro-batch
+     * @param microBatches the step's M micro-batches, global indices {@code (s−1)·M … s·M−1} in that order
+     * @return the un-normalised loss sums and mask counts of each micro-batch, in the same order
      */
-    MicroBatchLoss forwardBackward(MicroBatch batch) throws Exception;
+    List<MicroBatchLoss> forwardBackward(List<MicroBatch> microBatches) throws Exception;
 
     /**
      * Applies the optimizer step to the gradients accumulated over the step's micro-batches and zeroes them.

@@ -16,18 +16,14 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The model stage of a job: a {@link Trainer} fed one micro-batch at a time ({@link Trainer#beginStep},
- * {@link Trainer#forwardBackward}, {@link Trainer#finishStep}, the calls {@link Trainer#train} makes).
- *
- * <p>The loss weights of a step depend on the loss masks of all its M micro-batches (in per-token mode, on their total
- * count), which the pipeline delivers one by one; so at the first micro-batch of a step the trainer reads the step's
- * masks from its own copy of the sample order ({@link Trainer#microBatches}), and every delivered micro-batch is
- * checked against them.
+ * The model stage of a job: a {@link Trainer} driven through the calls {@link Trainer#train} makes
+ * ({@link Trainer#beginStep} with the step's micro-batches, {@link Trainer#forwardBackward} for each,
+ * {@link Trainer#finishStep}), on the micro-batches the pipeline's loader and segmenter assembled.
  */
 final class TrainerCompute implements StepCompute {
     private final Trainer trainer;
+    /** The step whose micro-batches have run, until its optimizer step. */
     private GradientAccumulation step;
-    private int next;
 
     TrainerCompute(Trainer trainer) {
         this.trainer = trainer;
@@ -39,14 +35,18 @@ final class TrainerCompute implements StepCompute {
     }
 
     @Override
-    public MicroBatchLoss forwardBackward(MicroBatch batch) {
-        if (step == null) {
-            step = trainer.beginStep(trainer.microBatches(trainer.stepsDone() + 1));
-            next = 0;
+    public List<MicroBatchLoss> forwardBackward(List<MicroBatch> microBatches) {
+        if (step != null) {
+            throw new IllegalStateException("step " + (trainer.stepsDone() + 1) + " ran its micro-batches already and "
+                    + "waits for its optimizer step");
         }
-        int m = next++;
-        trainer.forwardBackward(step, m, batch);
-        return new MicroBatchLoss(step.mainReport(m), step.mtpReport(m));
+        step = trainer.beginStep(microBatches);
+        List<MicroBatchLoss> losses = new ArrayList<>(microBatches.size());
+        for (int m = 0; m < microBatches.size(); m++) {
+            trainer.forwardBackward(step, m, microBatches.get(m));
+            losses.add(new MicroBatchLoss(step.mainReport(m), step.mtpReport(m)));
+        }
+        return losses;
     }
 
     @Override

@@ -137,11 +137,11 @@ class JobManagerTest {
     void segmentsAreCountedAsRunsOfNonZeroIdsPerRow() {
         // Row 0: docs 1 | 2 | padding; row 1: doc 5, doc 3, doc 5 again (ids need not increase) — 5 segments.
         int[] ids = {1, 1, 2, 0, 0, 5, 5, 3, 5, 5};
-        assertEquals(5, Model.segmentCount(new MicroBatch(2, 5, new int[10], new int[10], new float[10], new int[10],
-                ids, null, null)));
+        assertEquals(5, new MicroBatch(2, 5, new int[10], new int[10], new float[10], new int[10], ids, null, null)
+                .segmentCount());
         // A row boundary starts a new segment even with the same id.
-        assertEquals(2, Model.segmentCount(new MicroBatch(2, 2, new int[4], new int[4], new float[4], new int[4],
-                new int[] {7, 7, 7, 7}, null, null)));
+        assertEquals(2, new MicroBatch(2, 2, new int[4], new int[4], new float[4], new int[4], new int[] {7, 7, 7, 7},
+                null, null).segmentCount());
     }
 
     @Test
@@ -153,30 +153,32 @@ class JobManagerTest {
     }
 
     @Test
-    void prefetchKeepsAtMostPrefetchPlusOneMicroBatchesAliveWhateverTheModelSpeed() throws Exception {
+    void prefetchKeepsAtMostOneStepPlusPrefetchMicroBatchesAliveWhateverTheModelSpeed() throws Exception {
         int prefetch = 3;
+        int microBatches = 3;
         var settings = new PipelineSettings(prefetch, Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(30));
         var manager = manager(settings);
         Semaphore gate = new Semaphore(0);
-        var training = new ScriptedTraining(4, 3, 100).gated(gate);
+        var training = new ScriptedTraining(4, microBatches, 100).gated(gate);
         start(manager, "slow-model", training, testKit);
 
         var probe = testKit.createTestProbe();
         for (int microBatch = 0; microBatch < 12; microBatch++) {
-            // The model holds micro-batch `microBatch`; let the loader and segmenter run as far as they will.
+            // The model holds its step's micro-batches and computes `microBatch`; let the loader and segmenter run
+            // as far as they will.
             long expectedIndex = microBatch;
             assertEquals(expectedIndex, training.started.poll(10, TimeUnit.SECONDS));
-            int remaining = 12 - microBatch - 1;
+            int afterStep = 12 - (microBatch / microBatches + 1) * microBatches;
             probe.awaitAssert(WAIT, () -> {
-                assertEquals(Math.min(prefetch, remaining), job(manager, "slow-model").gauges().readyBatches(),
+                assertEquals(Math.min(prefetch, afterStep), job(manager, "slow-model").gauges().readyBatches(),
                         "segmenter fills its prefetch buffer while the model is busy");
                 return null;
             });
             gate.release();
         }
         assertEquals(JobState.SUCCEEDED, awaitTerminal(manager, "slow-model").state());
-        // Alive = loaded but not yet consumed by the model: the one in the model plus at most `prefetch` ready.
-        assertEquals(prefetch + 1, training.maxAlive.get());
+        // Alive = loaded but not yet consumed by the model: the step's M in the model plus at most `prefetch` ready.
+        assertEquals(microBatches + prefetch, training.maxAlive.get());
         assertEquals(12, training.loaded.get(), "the loader reads no micro-batch past the job's end");
     }
 
@@ -362,19 +364,20 @@ class JobManagerTest {
     @Test
     void anEvaluationArrivingMidStepWaitsForTheOptimizerStep() throws Exception {
         var manager = manager(SETTINGS);
-        var training = new ScriptedTraining(3, 2, 100).hangingLoaderAt(1);
+        Semaphore gate = new Semaphore(0);
+        var training = new ScriptedTraining(3, 2, 100).gated(gate);
         TestProbe<StatusReply<BatchLoss>> reply = testKit.createTestProbe();
         try {
             start(manager, "mid-step", training, testKit);
             assertEquals(0L, training.started.poll(10, TimeUnit.SECONDS));
-            // The model has run micro-batch 0 of step 1 and waits for micro-batch 1, which the loader holds.
+            // The model is inside step 1's forward/backward passes, held at micro-batch 0.
             manager.tell(new JobManager.Evaluate("mid-step", new MicroBatch(1, 1,
                     new int[] {1}, new int[] {2}, new float[] {1}, new int[] {0}, new int[] {1}, null, null),
                     reply.getRef()));
             list(manager);
             reply.expectNoMessage(Duration.ofMillis(200));
         } finally {
-            training.releaseHang.countDown();
+            gate.release(100);
         }
         assertTrue(reply.receiveMessage(WAIT).isSuccess());
         assertEquals(List.of("forward 0", "forward 1", "optimizer 1", "evaluate"), training.calls.subList(0, 4));

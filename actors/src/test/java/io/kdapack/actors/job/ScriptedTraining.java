@@ -12,6 +12,7 @@ import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.actors.pipeline.TrainingPlan;
 import io.kdapack.core.loss.LossReport;
 import io.kdapack.core.model.MicroBatch;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
@@ -182,7 +183,15 @@ final class ScriptedTraining implements TrainingBackend {
         }
 
         @Override
-        public MicroBatchLoss forwardBackward(MicroBatch batch) throws Exception {
+        public List<MicroBatchLoss> forwardBackward(List<MicroBatch> microBatches) throws Exception {
+            List<MicroBatchLoss> losses = new ArrayList<>();
+            for (MicroBatch batch : microBatches) {
+                losses.add(forwardBackward(batch));
+            }
+            return losses;
+        }
+
+        private MicroBatchLoss forwardBackward(MicroBatch batch) throws Exception {
             computeThreads.add(Thread.currentThread());
             long index = batch.tokens()[0] / 10;
             started.add(index);

@@ -1,8 +1,11 @@
 package io.kdapack.api.cli;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kdapack.actors.events.EndEvent;
+import io.kdapack.actors.events.JobEventLog;
+import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.pipeline.PipelineSettings;
+import io.kdapack.api.bench.SseSubscribersProcess;
 import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.jobs.TrainingJobFactory;
 import io.kdapack.api.server.KdapackServer;
@@ -12,16 +15,21 @@ import io.kdapack.config.KdapackConfig;
 import io.kdapack.training.DatasetPaths;
 import io.kdapack.training.HybridModels;
 import io.kdapack.training.Trainer;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
+import java.io.Writer;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -29,23 +37,40 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.function.ToDoubleFunction;
+import java.util.stream.DoubleStream;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code kdapack bench server}: the cost of the actor pipeline and of event streaming. Trains the same configuration
- * three times in this JVM (after one untimed direct run that warms the JIT up), one after the other: directly ({@link Trainer}, as {@code kdapack train}), as a job of an
- * in-process server on a loopback port with no event subscriber, and with {@code --subscribers} SSE clients following
- * it. Steps/s of a job come from its own started/finished times (setup included, as in the direct run's). Prints one
- * JSON object with the overhead ratios ({@code direct steps/s ÷ server steps/s − 1}).
+ * {@code kdapack bench server}: the cost of the actor pipeline and of event streaming, as steady-state steps/s of the
+ * same training run directly ({@link Trainer}, the loop of {@code kdapack train}) and as a job of an in-process server
+ * on a loopback port, with no event subscriber and with {@code --subscribers} SSE clients in a separate JVM.
+ *
+ * <p>Method (like for like): every run trains the same configuration (same steps, batch, threads, checkpoint only after
+ * the last step), starting from scratch. Each run's time of the end of every step is taken in this JVM with
+ * {@link System#nanoTime}: the direct loop's after each {@link Trainer#step}, the job's when its step event enters the
+ * run's {@link JobEventLog} (a listener; nothing is added to the job's path). A run's rate is
+ * {@code (N − W) / (t_N − t_W)} over the steps after the {@code --warmup} first ones, so job setup (model build, dataset
+ * opening), JIT warm-up and the subscribers' connections are outside it. One untimed direct run warms the JIT up; then
+ * {@code --rounds} rounds of (direct, server, server with subscribers) and a last direct run, so that every server run
+ * lies between two direct runs whose mean is its baseline: the overhead is the median over rounds of
+ * {@code baseline / server − 1}, which cancels a drift in the machine's load and ignores a round hit by a burst of it.
+ * The subscribers are one NIO selector thread in a JVM of their own ({@link SseSubscribersProcess}), warmed up before
+ * the job starts and connected before step W; each must receive every step and the end, all the same bytes, or the benchmark fails.
  */
 @Command(name = "server", mixinStandardHelpOptions = true,
-        description = "Steps/s of training through the server (0 and N SSE subscribers) against the direct loop; JSON.")
+        description = {"Steady-state steps/s of training through the server (0 and N SSE subscribers) against the "
+                + "direct loop; JSON.",
+                "Each run: (steps - warmup) / (end of the last step - end of step warmup), step ends timed in this JVM "
+                        + "(direct: after Trainer.step; server: as the step event is logged). Rounds of (direct, "
+                        + "server, server + subscribers), then one more direct run; overhead = median over rounds of "
+                        + "(mean of the direct runs before and after) / server - 1. Subscribers: one NIO thread in a "
+                        + "separate JVM, connected before step warmup, each checked to receive every step and the end."})
 final class ServerBenchCommand implements Callable<Integer> {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String TOKEN = "bench-server-token-0123456789";
@@ -57,14 +82,24 @@ final class ServerBenchCommand implements Callable<Integer> {
     @Option(names = "--steps", defaultValue = "20", description = "Optimizer steps per run (default ${DEFAULT-VALUE}).")
     int steps;
 
+    @Option(names = "--warmup", defaultValue = "5", description = "First steps of each run left out of its rate (default ${DEFAULT-VALUE}).")
+    int warmup;
+
+    @Option(names = "--rounds", defaultValue = "5", description = "Rounds of the three runs, interleaved (default ${DEFAULT-VALUE}).")
+    int rounds;
+
     @Option(names = "--subscribers", defaultValue = "500", description = "SSE clients of the streamed run (default ${DEFAULT-VALUE}).")
     int subscribers;
 
+    @Option(names = "--read-interval-ms", defaultValue = "0", description = "Subscribers read every this many ms "
+            + "(0: as events arrive; default ${DEFAULT-VALUE}).")
+    long readIntervalMs;
+
     @Override
     public Integer call() throws Exception {
-        if (steps < 1 || subscribers < 0) {
-            throw new IllegalArgumentException("--steps must be >= 1 and --subscribers >= 0, got " + steps + " and "
-                    + subscribers);
+        if (warmup < 1 || steps <= warmup || subscribers < 0 || rounds < 1) {
+            throw new IllegalArgumentException("need --warmup >= 1, --steps > --warmup, --subscribers >= 0 and "
+                    + "--rounds >= 1, got " + warmup + ", " + steps + ", " + subscribers + " and " + rounds);
         }
         KdapackConfig base = ConfigLoader.load(config);
         Path dataset = DatasetPaths.trainPrefix(base.train().data().prefix());
@@ -72,32 +107,79 @@ final class ServerBenchCommand implements Callable<Integer> {
         KdapackConfig run = ConfigLoader.fromDocument(document);
         Path work = Files.createTempDirectory("kdapack-bench-server");
         try {
-            direct(run, dataset, work.resolve("warm-up")); // JIT warm-up of the whole loop, not reported
-            double direct = direct(run, dataset, work.resolve("direct"));
-            double quiet;
-            double streamed;
+            direct(run, dataset, work.resolve("jit-warm-up"));
+            List<Run> direct = new ArrayList<>();
+            List<Run> quiet = new ArrayList<>();
+            List<Run> streamed = new ArrayList<>();
             ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, work.resolve("token"), 1 << 20,
                     dataset.getParent(), Duration.ofSeconds(30), 16, PipelineSettings.DEFAULT);
             try (KdapackServer server = KdapackServer.start(settings, TOKEN, new TrainingJobFactory(
                     new DataRoot(dataset.getParent()), work.resolve("jobs"), HybridModels.FACTORY))) {
-                Client client = new Client(URI.create("http://127.0.0.1:" + server.address().getPort()));
-                quiet = client.stepsPerSecond(document, 0, steps);
-                streamed = client.stepsPerSecond(document, subscribers, steps);
+                for (int round = 0; round < rounds; round++) {
+                    direct.add(direct(run, dataset, work.resolve("direct-" + round)));
+                    quiet.add(throughServer(server, document, 0));
+                    if (subscribers > 0) {
+                        streamed.add(throughServer(server, document, subscribers));
+                    }
+                }
+                direct.add(direct(run, dataset, work.resolve("direct-" + rounds)));
             }
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("steps", steps);
+            out.put("warmup_steps", warmup);
+            out.put("rounds", rounds);
             out.put("tokens_per_step", (long) run.train().globalBatchSize() * run.train().seqLength());
-            out.put("direct_steps_per_s", direct);
-            out.put("server_steps_per_s", quiet);
-            out.put("server_subscribers", subscribers);
-            out.put("server_streamed_steps_per_s", streamed);
-            out.put("overhead_server", direct / quiet - 1);
-            out.put("overhead_server_streamed", direct / streamed - 1);
+            out.put("threads", run.train().threads() > 0 ? run.train().threads() : Runtime.getRuntime().availableProcessors());
+            out.put("direct_steps_per_s", rates(direct));
+            out.put("server_steps_per_s", rates(quiet));
+            out.put("overhead_server", medianOverhead(direct, quiet, r -> 1 / r.stepsPerSecond()));
+            out.put("cpu_overhead_server", medianOverhead(direct, quiet, Run::cpuSecondsPerStep));
+            if (subscribers > 0) {
+                out.put("server_subscribers", subscribers);
+                out.put("subscriber_read_interval_ms", readIntervalMs);
+                out.put("server_streamed_steps_per_s", rates(streamed));
+                out.put("overhead_server_streamed", medianOverhead(direct, streamed, r -> 1 / r.stepsPerSecond()));
+                out.put("cpu_overhead_server_streamed", medianOverhead(direct, streamed, Run::cpuSecondsPerStep));
+            }
+            Map<String, Double> cpu = new LinkedHashMap<>();
+            cpu.put("direct", median(direct.stream().mapToDouble(Run::cpuSecondsPerStep)));
+            cpu.put("server", median(quiet.stream().mapToDouble(Run::cpuSecondsPerStep)));
+            if (subscribers > 0) {
+                cpu.put("server_streamed", median(streamed.stream().mapToDouble(Run::cpuSecondsPerStep)));
+            }
+            out.put("median_cpu_seconds_per_step", cpu);
             System.out.println(JSON.writeValueAsString(out));
         } finally {
             deleteTree(work);
         }
         return 0;
+    }
+
+    /**
+     * One run's steady state: steps/s, and CPU seconds per step of this JVM (and of the subscribers' JVM, when there is
+     * one) over the same steps: the cost in CPU, which another process's load on the machine hardly changes.
+     */
+    private record Run(double stepsPerSecond, double cpuSecondsPerStep) {
+    }
+
+    private static List<Double> rates(List<Run> runs) {
+        return runs.stream().map(Run::stepsPerSecond).toList();
+    }
+
+    /**
+     * The median over rounds of {@code server cost / baseline cost − 1} (cost: seconds or CPU seconds per step), the
+     * baseline of round {@code r} being the mean of the direct runs just before and just after it (so that a drift of
+     * the machine's load cancels).
+     */
+    private static double medianOverhead(List<Run> direct, List<Run> server, ToDoubleFunction<Run> cost) {
+        return median(IntStream.range(0, server.size()).mapToDouble(r -> cost.applyAsDouble(server.get(r))
+                / ((cost.applyAsDouble(direct.get(r)) + cost.applyAsDouble(direct.get(r + 1))) / 2) - 1));
+    }
+
+    private static double median(DoubleStream values) {
+        double[] sorted = values.sorted().toArray();
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 
     /** The configuration as a job document: {@code --steps}, checkpoint at the end only, dataset relative to its root. */
@@ -115,91 +197,179 @@ final class ServerBenchCommand implements Callable<Integer> {
         return document;
     }
 
-    /** Steps/s of the direct loop, model creation and index building included (as in a job). */
-    private static double direct(KdapackConfig run, Path dataset, Path checkpoints) throws IOException {
-        long start = System.nanoTime();
+    /** Steady state of the direct loop. */
+    private Run direct(KdapackConfig run, Path dataset, Path checkpoints) throws IOException {
+        long[] stepEnds = new long[steps];
+        long[] cpu = new long[steps];
         try (Trainer trainer = Trainer.create(run, HybridModels.FACTORY, dataset, checkpoints)) {
-            while (!trainer.finished()) {
+            for (int i = 0; i < steps; i++) {
                 trainer.step();
+                stepEnds[i] = System.nanoTime();
+                cpu[i] = processCpuNanos();
             }
             trainer.saveCheckpoint();
-            return trainer.stepsDone() / ((System.nanoTime() - start) / 1e9);
+        }
+        return steadyState(stepEnds, cpu);
+    }
+
+    /** Over steps {@code W+1 … N}: {@code (N − W) / (t_N − t_W)} and the CPU time they took per step. */
+    private Run steadyState(long[] stepEnds, long[] cpu) {
+        int first = warmup - 1;
+        int last = steps - 1;
+        return new Run((steps - warmup) / ((stepEnds[last] - stepEnds[first]) / 1e9),
+                (cpu[last] - cpu[first]) / 1e9 / (steps - warmup));
+    }
+
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+    }
+
+    /** Steady state of a job of {@code server} with {@code count} subscribers following it. */
+    private Run throughServer(KdapackServer server, Map<String, Object> document, int count) throws Exception {
+        InetSocketAddress address = server.address();
+        try (Subscribers followers = count == 0 ? null : new Subscribers(address, count, steps, readIntervalMs)) {
+            String id = createJob(address, document);
+            JobEventLog log = server.jobs().get(id).toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS)
+                    .orElseThrow(() -> new IOException("job " + id + " is not known to the server")).events();
+            LongSupplier cpu = followers == null ? ServerBenchCommand::processCpuNanos
+                    : () -> processCpuNanos() + followers.cpuNanos();
+            StepClock clock = new StepClock(log, steps, cpu);
+            if (clock.untimed() >= warmup) {
+                throw new IOException("the job ran " + clock.untimed() + " steps before it could be timed; raise --warmup");
+            }
+            if (followers != null) {
+                int before = followers.follow(id, log);
+                if (before >= warmup) {
+                    throw new IOException("the subscribers connected after step " + before + "; raise --warmup");
+                }
+            }
+            EndEvent end = clock.awaitEnd();
+            if (end.state() != JobState.SUCCEEDED) {
+                throw new IOException("job " + id + " ended " + end);
+            }
+            if (followers != null) {
+                followers.requireAllComplete();
+            }
+            return clock.steadyState();
         }
     }
 
-    /** A job's HTTP client. */
-    private record Client(URI base, HttpClient http) {
-        Client(URI base) {
-            this(base, HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(WAIT).build());
+    private static String createJob(InetSocketAddress address, Map<String, Object> document) throws Exception {
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        HttpResponse<String> created = http.send(HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + address.getPort() + "/v1/jobs")).timeout(WAIT)
+                .header("Authorization", "Bearer " + TOKEN).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(document))).build(),
+                HttpResponse.BodyHandlers.ofString());
+        if (created.statusCode() != 201) {
+            throw new IOException("POST /v1/jobs answered " + created.statusCode() + ": " + created.body());
         }
+        return JSON.readTree(created.body()).get("id").asText();
+    }
 
-        HttpRequest.Builder request(String path) {
-            return HttpRequest.newBuilder(base.resolve(path)).timeout(WAIT).header("Authorization", "Bearer " + TOKEN);
-        }
+    /** Times the end of each step as the job's event log records it (the listener runs on the log's writer). */
+    private final class StepClock {
+        private final JobEventLog log;
+        private final long[] stepEnds;
+        private final long[] cpu;
+        private final LongSupplier cpuNanos;
+        private final int untimed;
+        private final CountDownLatch ended = new CountDownLatch(1);
+        private int timed;
 
-        /** Starts a job with {@code subscribers} clients following it, waits for its end, returns its steps/s. */
-        double stepsPerSecond(Map<String, Object> document, int subscribers, int steps) throws Exception {
-            HttpResponse<String> created = http.send(request("/v1/jobs").header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(JSON.writeValueAsString(document))).build(),
-                    HttpResponse.BodyHandlers.ofString());
-            if (created.statusCode() != 201) {
-                throw new IOException("POST /v1/jobs answered " + created.statusCode() + ": " + created.body());
-            }
-            String id = JSON.readTree(created.body()).get("id").asText();
-            List<Future<Long>> streams = new ArrayList<>();
-            CountDownLatch connected = new CountDownLatch(subscribers);
-            try (ExecutorService readers = Executors.newVirtualThreadPerTaskExecutor()) {
-                for (int i = 0; i < subscribers; i++) {
-                    streams.add(readers.submit(() -> follow(id, connected)));
+        StepClock(JobEventLog log, int steps, LongSupplier cpuNanos) {
+            this.log = log;
+            this.stepEnds = new long[steps];
+            this.cpu = new long[steps];
+            this.cpuNanos = cpuNanos;
+            synchronized (this) {
+                log.subscribe(this::onChange);
+                untimed = log.size();
+                timed = untimed;
+                if (log.end().isPresent()) {
+                    ended.countDown();
                 }
-                JsonNode status = awaitEnd(id);
-                for (Future<Long> stream : streams) {
-                    long received = stream.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-                    if (received != steps) {
-                        throw new IOException("a subscriber received " + received + " of " + steps + " steps");
-                    }
-                }
-                if (!"succeeded".equals(status.path("state").asText())) {
-                    throw new IOException("job " + id + " ended " + status);
-                }
-                Duration took = Duration.between(Instant.parse(status.path("started_at").asText()),
-                        Instant.parse(status.path("finished_at").asText()));
-                return steps / (took.toNanos() / 1e9);
             }
         }
 
-        /** Reads a job's event stream to its end; returns the step events received. */
-        private long follow(String id, CountDownLatch connected) throws Exception {
-            HttpResponse<Stream<String>> response = http.send(request("/v1/jobs/" + id + "/events").build(),
-                    HttpResponse.BodyHandlers.ofLines());
-            connected.countDown();
-            try (Stream<String> lines = response.body()) {
-                long stepEvents = 0;
-                for (var it = lines.iterator(); it.hasNext(); ) {
-                    String line = it.next();
-                    if (line.equals("event: end")) {
-                        return stepEvents;
-                    }
-                    if (line.equals("event: step")) {
-                        stepEvents++;
-                    }
-                }
-                return stepEvents;
+        private synchronized void onChange() {
+            long now = System.nanoTime();
+            int size = Math.min(log.size(), stepEnds.length);
+            long cpuNow = timed < size ? cpuNanos.getAsLong() : 0;
+            for (; timed < size; timed++) {
+                stepEnds[timed] = now;
+                cpu[timed] = cpuNow;
+            }
+            if (log.end().isPresent()) {
+                ended.countDown();
             }
         }
 
-        /** Polls the job's status until it has ended (the measured time comes from the status, not from polling). */
-        private JsonNode awaitEnd(String id) throws Exception {
-            long deadline = System.nanoTime() + WAIT.toNanos();
-            while (System.nanoTime() < deadline) {
-                JsonNode status = JSON.readTree(http.send(request("/v1/jobs/" + id).build(),
-                        HttpResponse.BodyHandlers.ofString()).body());
-                if (!status.path("finished_at").isNull() && !status.path("finished_at").isMissingNode()) {
-                    return status;
-                }
-                Thread.sleep(50);
+        int untimed() {
+            return untimed;
+        }
+
+        EndEvent awaitEnd() throws Exception {
+            if (!ended.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                throw new IOException("the job did not end within " + WAIT);
             }
-            throw new IOException("job " + id + " did not end within " + WAIT);
+            return log.end().orElseThrow();
+        }
+
+        synchronized Run steadyState() {
+            return ServerBenchCommand.this.steadyState(stepEnds, cpu);
+        }
+    }
+
+    /** The subscribers' JVM ({@link SseSubscribersProcess}), started before the job so its start-up is not timed. */
+    private static final class Subscribers implements AutoCloseable {
+        private final Process process;
+        private final BufferedReader out;
+
+        Subscribers(InetSocketAddress server, int count, int steps, long readIntervalMs) throws IOException {
+            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            process = new ProcessBuilder(List.of(java, "-XX:+UseSerialGC", "-Xmx256m",
+                    "-cp", System.getProperty("java.class.path"), SseSubscribersProcess.class.getName(),
+                    "127.0.0.1", Integer.toString(server.getPort()), TOKEN, Integer.toString(count),
+                    Integer.toString(steps), Long.toString(readIntervalMs))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+            expect("ready"); // its JIT warm-up done before the job starts
+        }
+
+        /** Connects every subscriber to job {@code id}; returns the steps the job had logged once they all were. */
+        int follow(String id, JobEventLog log) throws IOException {
+            try (Writer in = process.outputWriter(StandardCharsets.UTF_8)) {
+                in.write(id + "\n");
+            }
+            expect("connected");
+            return log.size();
+        }
+
+        /** CPU time the subscribers' JVM has used so far. */
+        long cpuNanos() {
+            return process.info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
+        }
+
+        void requireAllComplete() throws Exception {
+            String result = expect("result");
+            if (!process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) || process.exitValue() != 0) {
+                throw new IOException("not every subscriber received every step and the end, the same bytes: "
+                        + result);
+            }
+        }
+
+        private String expect(String prefix) throws IOException {
+            String line = out.readLine();
+            if (line == null || !line.startsWith(prefix)) {
+                throw new IOException("the subscribers' process said '" + line + "', expected " + prefix);
+            }
+            return line;
+        }
+
+        @Override
+        public void close() {
+            process.destroy();
         }
     }
 

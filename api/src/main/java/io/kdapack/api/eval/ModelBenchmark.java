@@ -52,7 +52,7 @@ public final class ModelBenchmark {
         out.put("rows", c.rows());
         out.put("length", c.length());
         out.put("tokens_per_step", tokens);
-        out.put("documents", MicroBatchAssembler.segmentCount(batch));
+        out.put("documents", batch.segmentCount());
         out.put("threads", c.threads());
 
         double[] one = time(c, batch, weights, 1, true);

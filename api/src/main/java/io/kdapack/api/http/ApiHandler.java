@@ -46,6 +46,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final JobService jobs;
     private final ServerMetrics metrics;
     private final byte[] openApi;
+    private final SseFrames.Registry frames;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -65,8 +66,9 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                            String lastEventId) {
     }
 
-    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi) {
+    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames) {
         this.jobs = jobs;
+        this.frames = frames;
         this.metrics = metrics;
         this.openApi = openApi;
     }
@@ -152,7 +154,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 yield jobs.get(id).thenApply(handle -> {
                     JobHandle job = handle.orElseThrow(() -> ApiException.notFound("no job " + id));
                     // The stream owns the connection from now on; a further request on it is dropped.
-                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), lastSeen));
+                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen));
                     return new Streaming();
                 });
             }

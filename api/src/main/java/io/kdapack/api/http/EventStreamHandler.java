@@ -2,24 +2,18 @@ package io.kdapack.api.http;
 
 import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.events.JobEventLog;
-import io.kdapack.actors.events.StepEvent;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.handler.codec.http.LastHttpContent;
-import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -34,15 +28,20 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
 
     private final JobEventLog log;
+    private final SseFrames frames;
     private int next;
     private final AtomicBoolean pumpScheduled = new AtomicBoolean();
     private ChannelHandlerContext context;
     private Runnable unsubscribe;
     private boolean ended;
 
-    /** @param lastSeenStep the last step the client already has (0 or negative: from the run's first step) */
-    public EventStreamHandler(JobEventLog log, long lastSeenStep) {
+    /**
+     * @param frames       the run's encoded events, shared with its other streams
+     * @param lastSeenStep the last step the client already has (0 or negative: from the run's first step)
+     */
+    public EventStreamHandler(JobEventLog log, SseFrames frames, long lastSeenStep) {
         this.log = log;
+        this.frames = frames;
         this.next = log.indexAfter(lastSeenStep);
     }
 
@@ -96,13 +95,11 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
         while (context.channel().isWritable()) {
             EndEvent end = log.end().orElse(null); // read the end before the size: then size is final
             if (next < log.size()) {
-                StepEvent step = log.get(next++);
-                context.write(chunk("id: " + step.step() + "\nevent: step\ndata: " + stepJson(step) + "\n\n"));
+                context.write(new DefaultHttpContent(frames.step(log, next++)));
             } else if (end != null) {
                 ended = true;
                 stopListening();
-                context.write(chunk("event: end\ndata: " + endJson(end) + "\n\n"));
-                context.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(ChannelFutureListener.CLOSE);
+                context.writeAndFlush(new DefaultLastHttpContent(frames.end(end))).addListener(ChannelFutureListener.CLOSE);
                 return;
             } else {
                 break;
@@ -116,32 +113,5 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
             unsubscribe.run();
             unsubscribe = null;
         }
-    }
-
-    private static DefaultHttpContent chunk(String text) {
-        ByteBuf bytes = Unpooled.copiedBuffer(text, StandardCharsets.UTF_8);
-        return new DefaultHttpContent(bytes);
-    }
-
-    /** The wire form of a step event (DESIGN §5 field names). */
-    static String stepJson(StepEvent step) {
-        Map<String, Object> fields = new LinkedHashMap<>();
-        fields.put("step", step.step());
-        fields.put("loss", step.loss());
-        fields.put("mtp_loss", step.mtpLoss());
-        fields.put("tokens", step.tokens());
-        fields.put("segments", step.segments());
-        fields.put("grad_norm", step.gradNorm());
-        fields.put("lr", step.lr());
-        fields.put("tokens_per_s", step.tokensPerS());
-        return new String(Json.write(fields), StandardCharsets.UTF_8);
-    }
-
-    static String endJson(EndEvent end) {
-        Map<String, Object> fields = new LinkedHashMap<>();
-        fields.put("state", end.state().name().toLowerCase());
-        fields.put("step", end.step());
-        fields.put("error", end.error());
-        return new String(Json.write(fields), StandardCharsets.UTF_8);
     }
 }

@@ -15,6 +15,7 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
     private final String token;
     private final int maxBodyBytes;
     private final byte[] openApi;
+    private final SseFrames.Registry frames = new SseFrames.Registry();
 
     public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi) {
         this.jobs = jobs;
@@ -31,6 +32,6 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
         pipeline.addLast("response-metrics", new ResponseMetricsHandler(metrics::countResponse));
         pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
         pipeline.addLast("auth", new BearerAuthHandler(token));
-        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi));
+        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames));
     }
 }

@@ -73,6 +73,11 @@ public final class KdapackServer implements AutoCloseable {
         return http.address();
     }
 
+    /** The job operations the HTTP API calls (for in-process tools such as {@code kdapack bench server}). */
+    public JobService jobs() {
+        return jobs;
+    }
+
     /** Asks running jobs to checkpoint and stop (waiting at most one step and one checkpoint), then stops. */
     @Override
     public synchronized void close() {

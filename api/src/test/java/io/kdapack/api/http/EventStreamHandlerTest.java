@@ -75,7 +75,7 @@ class EventStreamHandlerTest {
     void streamsStepsWithIdsThenTheEndEventAndCloses() {
         JobEventLog log = new JobEventLog(10);
         log.append(step(1));
-        EmbeddedChannel channel = new EmbeddedChannel(new EventStreamHandler(log, 0));
+        EmbeddedChannel channel = new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0));
         List<Object> heads = new ArrayList<>();
         String first = drain(channel, heads);
         assertEquals("text/event-stream; charset=utf-8",
@@ -100,10 +100,10 @@ class EventStreamHandlerTest {
         for (long s = 1; s <= 6; s++) {
             log.append(step(s));
         }
-        assertEquals(List.of(4L, 5L, 6L), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, 3)), new ArrayList<>())));
+        assertEquals(List.of(4L, 5L, 6L), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 3)), new ArrayList<>())));
         assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L),
-                ids(drain(new EmbeddedChannel(new EventStreamHandler(log, 0)), new ArrayList<>())));
-        assertEquals(List.of(), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, 99)), new ArrayList<>())));
+                ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0)), new ArrayList<>())));
+        assertEquals(List.of(), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 99)), new ArrayList<>())));
     }
 
     @Test
@@ -114,7 +114,7 @@ class EventStreamHandlerTest {
         SlowClientChannel channel = new SlowClientChannel();
         channel.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1024, highWaterMark));
         channel.stalled = true;
-        channel.pipeline().addLast(new EventStreamHandler(log, 0));
+        channel.pipeline().addLast(new EventStreamHandler(log, new SseFrames(), 0));
         for (long s = 1; s <= steps; s++) {
             log.append(step(s));
         }

@@ -99,9 +99,9 @@ public final class ScriptedJobFactory implements JobFactory {
                     }
 
                     @Override
-                    public MicroBatchLoss forwardBackward(MicroBatch batch) {
-                        long step = batch.tokens()[0] + 1L;
-                        return new MicroBatchLoss(new LossReport(lossAt(step) * SEQ, SEQ), null);
+                    public List<MicroBatchLoss> forwardBackward(List<MicroBatch> microBatches) {
+                        return microBatches.stream().map(batch -> new MicroBatchLoss(
+                                new LossReport(lossAt(batch.tokens()[0] + 1L) * SEQ, SEQ), null)).toList();
                     }
 
                     @Override

@@ -57,6 +57,21 @@ public record MicroBatch(int rows, int length, int[] tokens, int[] labels, float
         return mtpLossMask == null ? 0 : countNonZero(mtpLossMask);
     }
 
+    /** Segments (documents): runs of one non-zero segment id within a row, counted over all rows. */
+    public int segmentCount() {
+        int count = 0;
+        for (int row = 0; row < rows; row++) {
+            int previous = 0;
+            for (int i = row * length; i < (row + 1) * length; i++) {
+                if (segmentIds[i] != 0 && segmentIds[i] != previous) {
+                    count++;
+                }
+                previous = segmentIds[i];
+            }
+        }
+        return count;
+    }
+
     private static long countNonZero(float[] mask) {
         long n = 0;
         for (float m : mask) {

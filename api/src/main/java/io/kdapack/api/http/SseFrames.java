@@ -1,0 +1,83 @@
+package io.kdapack.api.http;
+
+import io.kdapack.actors.events.EndEvent;
+import io.kdapack.actors.events.JobEventLog;
+import io.kdapack.actors.events.StepEvent;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.WeakHashMap;
+
+/**
+ * The server-sent-event frames of one job run ({@code id: <step>}, {@code event: step}, the step's metrics as JSON;
+ * then {@code event: end}), each encoded once, into a direct buffer, and shared by every stream of the run: a step
+ * costs each subscriber a write of the same bytes, not a JSON encoding and a copy of its own. Thread safe.
+ */
+public final class SseFrames {
+    private ByteBuf[] steps = new ByteBuf[16];
+    private ByteBuf end;
+
+    /** The frame of step event {@code index} of {@code log}, as a buffer of its own over the shared bytes. */
+    public synchronized ByteBuf step(JobEventLog log, int index) {
+        if (index >= steps.length) {
+            steps = Arrays.copyOf(steps, Math.max(index + 1, 2 * steps.length));
+        }
+        if (steps[index] == null) {
+            StepEvent step = log.get(index);
+            steps[index] = shared("id: " + step.step() + "\nevent: step\ndata: " + stepJson(step) + "\n\n");
+        }
+        return steps[index].duplicate();
+    }
+
+    /** The frame of the run's end event. */
+    public synchronized ByteBuf end(EndEvent event) {
+        if (end == null) {
+            end = shared("event: end\ndata: " + endJson(event) + "\n\n");
+        }
+        return end.duplicate();
+    }
+
+    /** A direct buffer that writes may share: duplicates have their own indices and releasing them frees nothing. */
+    private static ByteBuf shared(String text) {
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        return Unpooled.unreleasableBuffer(Unpooled.directBuffer(bytes.length).writeBytes(bytes));
+    }
+
+    /** The wire form of a step event (DESIGN §5 field names). */
+    static String stepJson(StepEvent step) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("step", step.step());
+        fields.put("loss", step.loss());
+        fields.put("mtp_loss", step.mtpLoss());
+        fields.put("tokens", step.tokens());
+        fields.put("segments", step.segments());
+        fields.put("grad_norm", step.gradNorm());
+        fields.put("lr", step.lr());
+        fields.put("tokens_per_s", step.tokensPerS());
+        return new String(Json.write(fields), StandardCharsets.UTF_8);
+    }
+
+    static String endJson(EndEvent end) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("state", end.state().name().toLowerCase());
+        fields.put("step", end.step());
+        fields.put("error", end.error());
+        return new String(Json.write(fields), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The frames of every run that has streams, one per {@link JobEventLog}, held as long as the log is (a weak key:
+     * the job manager dropping a run's history drops its frames too).
+     */
+    public static final class Registry {
+        private final Map<JobEventLog, SseFrames> frames = Collections.synchronizedMap(new WeakHashMap<>());
+
+        public SseFrames of(JobEventLog log) {
+            return frames.computeIfAbsent(log, key -> new SseFrames());
+        }
+    }
+}
