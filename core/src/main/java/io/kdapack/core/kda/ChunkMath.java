@@ -50,6 +50,17 @@ final class ChunkMath {
         return sum;
     }
 
+    /** {@code out[outOff …+n] = a · x[xOff …+n]} (in place when out is x at the same offset). */
+    static void scale(int n, float a, float[] x, int xOff, float[] out, int outOff) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+            FloatVector.fromArray(SPECIES, x, xOff + i).mul(a).intoArray(out, outOff + i);
+        }
+        for (; i < n; i++) {
+            out[outOff + i] = a * x[xOff + i];
+        }
+    }
+
     /** {@code out[i] = x[i] · y[i]} over {@code n} entries. */
     static void multiply(int n, float[] x, int xOff, float[] y, int yOff, float[] out, int outOff) {
         int i = 0;
@@ -100,7 +111,9 @@ final class ChunkMath {
      * error a few ulp: {@code x = n·ln2 + r} with {@code |r| ≤ ln2/2}, a degree-7 Taylor polynomial in
      * {@code r} (truncation error below 1e-8), times {@code 2^n} built in the exponent bits. Arguments are
      * clamped at −88, where {@code n = −127} gives exponent bits 0, so everything below about −87.7 (where exp
-     * leaves the normal float range) comes out as exactly 0 without a blend.
+     * leaves the normal float range) comes out as exactly 0 without a blend. (The activations' exp,
+     * {@code linalg.ExpKernels}, clamps at −87 instead: a decay must reach exact 0 for a hard reset, an
+     * activation need not.)
      */
     static FloatVector exp(FloatVector x) {
         FloatVector shifter = FloatVector.broadcast(SPECIES, ROUNDING_SHIFTER);
@@ -127,55 +140,86 @@ final class ChunkMath {
     private static final float LN2_LO = 1.42860677e-6f;
     private static final float EXP_FLOOR = -88f;
 
+    /** What a product may skip: the zeros of a triangular operand, or the unwanted half of the result. */
+    enum Structure {
+        /** Dense: nothing skipped. */
+        FULL,
+        /** {@code op(A)} is lower triangular (zeros stored above its diagonal): row i sums over depth 0 … i. */
+        LOWER_A,
+        /** {@code op(A)} is upper triangular (zeros stored below its diagonal): row i sums over depth i … k−1. */
+        UPPER_A,
+        /**
+         * Only C's lower triangle ({@code j ≤ i}) is wanted: register tiles wholly above the diagonal are not
+         * computed, so entries above the diagonal hold either products or old values, for the caller to ignore.
+         */
+        LOWER_C
+    }
+
     /**
      * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks without packing: B's rows are
      * read in place, a 6-row (then 4-row) × 2-vector tile of C stays in registers (12 accumulators, two B
      * vectors and one broadcast fill the 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
-     * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ} ({@code A} stored {@code [k×m]}) when
-     * {@code transA}. {@code beta = 0} overwrites C.
+     * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
+     * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
+     * {@code structure} skips only terms whose A entry is a stored zero, which leave an accumulator unchanged,
+     * so the result is bitwise that of {@link Structure#FULL} for finite B.
      */
-    static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda,
-                       float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+    static void matmul(Structure structure, boolean transA, int m, int n, int k, float alpha, float[] a, int aOff,
+                       int lda, float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         int rowStep = transA ? 1 : lda;
         int depthStep = transA ? lda : 1;
+        boolean lowerC = structure == Structure.LOWER_C;
         int j = 0;
         for (; j + 2 * LANES <= n; j += 2 * LANES) {
-            int i = 0;
+            int i = lowerC ? firstRowReaching(j, m) : 0;
             for (; i + 6 <= m; i += 6) {
-                tile6x2(k, alpha, a, aOff + i * rowStep, rowStep, depthStep, b, bOff + j, ldb, beta, c,
-                        cOff + i * ldc + j, ldc);
+                tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
+                        depthStep, b, bOff + j, ldb, beta, c, cOff + i * ldc + j, ldc);
             }
             for (; i + 4 <= m; i += 4) {
-                tile4x2(k, alpha, a, aOff + i * rowStep, rowStep, depthStep, b, bOff + j, ldb, beta, c,
-                        cOff + i * ldc + j, ldc);
+                tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
+                        depthStep, b, bOff + j, ldb, beta, c, cOff + i * ldc + j, ldc);
             }
             for (; i < m; i++) {
                 int at = cOff + i * ldc + j;
                 FloatVector acc0 = FloatVector.zero(SPECIES);
                 FloatVector acc1 = FloatVector.zero(SPECIES);
-                for (int p = 0; p < k; p++) {
+                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc0 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc0);
                     acc1 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j + LANES).fma(av, acc1);
                 }
-                store(acc0, alpha, beta, c, at);
-                store(acc1, alpha, beta, c, at + LANES);
+                // Written out, like the tiles' stores.
+                acc0 = acc0.mul(alpha);
+                acc1 = acc1.mul(alpha);
+                if (beta != 0f) {
+                    acc0 = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc0);
+                    acc1 = FloatVector.fromArray(SPECIES, c, at + LANES)
+                            .fma(FloatVector.broadcast(SPECIES, beta), acc1);
+                }
+                acc0.intoArray(c, at);
+                acc1.intoArray(c, at + LANES);
             }
         }
         for (; j + LANES <= n; j += LANES) {
-            for (int i = 0; i < m; i++) {
+            for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 FloatVector acc = FloatVector.zero(SPECIES);
-                for (int p = 0; p < k; p++) {
+                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc);
                 }
-                store(acc, alpha, beta, c, cOff + i * ldc + j);
+                int at = cOff + i * ldc + j;
+                acc = acc.mul(alpha);
+                if (beta != 0f) {
+                    acc = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc);
+                }
+                acc.intoArray(c, at);
             }
         }
         for (; j < n; j++) {
-            for (int i = 0; i < m; i++) {
+            for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 float acc = 0f;
-                for (int p = 0; p < k; p++) {
+                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
                     acc = Math.fma(a[aOff + i * rowStep + p * depthStep], b[bOff + p * ldb + j], acc);
                 }
                 int at = cOff + i * ldc + j;
@@ -184,8 +228,32 @@ final class ChunkMath {
         }
     }
 
-    private static void tile4x2(int k, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
-                                int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+    /** The dense product: {@code matmul(Structure.FULL, …)}. */
+    static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b,
+                       int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+        matmul(Structure.FULL, transA, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
+    }
+
+    /** The first depth index a row starting at {@code row} needs (upper triangular A starts at its diagonal). */
+    private static int depthFrom(Structure structure, int row) {
+        return structure == Structure.UPPER_A ? row : 0;
+    }
+
+    /** One past the last depth index rows before {@code rowEnd} need (lower triangular A ends at the diagonal). */
+    private static int depthTo(Structure structure, int rowEnd, int k) {
+        return structure == Structure.LOWER_A ? Math.min(k, rowEnd) : k;
+    }
+
+    /**
+     * For {@link Structure#LOWER_C}: the first row of a column tile starting at {@code column} that has
+     * wanted entries, rounded down to a multiple of 6 (every 6-row tile before it is wholly above the diagonal).
+     */
+    private static int firstRowReaching(int column, int m) {
+        return Math.min(m, column / 6 * 6);
+    }
+
+    private static void tile4x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES);
@@ -194,7 +262,7 @@ final class ChunkMath {
         FloatVector c21 = FloatVector.zero(SPECIES);
         FloatVector c30 = FloatVector.zero(SPECIES);
         FloatVector c31 = FloatVector.zero(SPECIES);
-        for (int p = 0; p < k; p++) {
+        for (int p = from; p < to; p++) {
             int bRow = bOff + p * ldb;
             FloatVector b0 = FloatVector.fromArray(SPECIES, b, bRow);
             FloatVector b1 = FloatVector.fromArray(SPECIES, b, bRow + LANES);
@@ -212,18 +280,39 @@ final class ChunkMath {
             c30 = b0.fma(a3, c30);
             c31 = b1.fma(a3, c31);
         }
-        store(c00, alpha, beta, c, cOff);
-        store(c01, alpha, beta, c, cOff + LANES);
-        store(c10, alpha, beta, c, cOff + ldc);
-        store(c11, alpha, beta, c, cOff + ldc + LANES);
-        store(c20, alpha, beta, c, cOff + 2 * ldc);
-        store(c21, alpha, beta, c, cOff + 2 * ldc + LANES);
-        store(c30, alpha, beta, c, cOff + 3 * ldc);
-        store(c31, alpha, beta, c, cOff + 3 * ldc + LANES);
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        c30 = c30.mul(va);
+        c31 = c31.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+            c30 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc).fma(vb, c30);
+            c31 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + LANES).fma(vb, c31);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
+        c30.intoArray(c, cOff + 3 * ldc);
+        c31.intoArray(c, cOff + 3 * ldc + LANES);
     }
 
-    private static void tile6x2(int k, float alpha, float[] a, int aOff, int rowStep, int depthStep, float[] b,
-                                int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+    private static void tile6x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES);
@@ -236,7 +325,7 @@ final class ChunkMath {
         FloatVector c41 = FloatVector.zero(SPECIES);
         FloatVector c50 = FloatVector.zero(SPECIES);
         FloatVector c51 = FloatVector.zero(SPECIES);
-        for (int p = 0; p < k; p++) {
+        for (int p = from; p < to; p++) {
             int bRow = bOff + p * ldb;
             FloatVector b0 = FloatVector.fromArray(SPECIES, b, bRow);
             FloatVector b1 = FloatVector.fromArray(SPECIES, b, bRow + LANES);
@@ -260,28 +349,57 @@ final class ChunkMath {
             c50 = b0.fma(av, c50);
             c51 = b1.fma(av, c51);
         }
-        store(c00, alpha, beta, c, cOff);
-        store(c01, alpha, beta, c, cOff + LANES);
-        store(c10, alpha, beta, c, cOff + ldc);
-        store(c11, alpha, beta, c, cOff + ldc + LANES);
-        store(c20, alpha, beta, c, cOff + 2 * ldc);
-        store(c21, alpha, beta, c, cOff + 2 * ldc + LANES);
-        store(c30, alpha, beta, c, cOff + 3 * ldc);
-        store(c31, alpha, beta, c, cOff + 3 * ldc + LANES);
-        store(c40, alpha, beta, c, cOff + 4 * ldc);
-        store(c41, alpha, beta, c, cOff + 4 * ldc + LANES);
-        store(c50, alpha, beta, c, cOff + 5 * ldc);
-        store(c51, alpha, beta, c, cOff + 5 * ldc + LANES);
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        c30 = c30.mul(va);
+        c31 = c31.mul(va);
+        c40 = c40.mul(va);
+        c41 = c41.mul(va);
+        c50 = c50.mul(va);
+        c51 = c51.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+            c30 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc).fma(vb, c30);
+            c31 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + LANES).fma(vb, c31);
+            c40 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc).fma(vb, c40);
+            c41 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc + LANES).fma(vb, c41);
+            c50 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc).fma(vb, c50);
+            c51 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc + LANES).fma(vb, c51);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
+        c30.intoArray(c, cOff + 3 * ldc);
+        c31.intoArray(c, cOff + 3 * ldc + LANES);
+        c40.intoArray(c, cOff + 4 * ldc);
+        c41.intoArray(c, cOff + 4 * ldc + LANES);
+        c50.intoArray(c, cOff + 5 * ldc);
+        c51.intoArray(c, cOff + 5 * ldc + LANES);
     }
 
     /**
      * {@code C[m×n] = alpha · A · Bᵀ + beta · C} with B stored {@code [n×k]}: B is transposed into
      * {@code scratch} (at least {@code k·n} floats) and multiplied by {@link #matmul}.
      */
-    static void matmulTransB(int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b, int bOff,
-                             int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
+    static void matmulTransB(Structure structure, int m, int n, int k, float alpha, float[] a, int aOff, int lda,
+                             float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
         transpose(n, k, b, bOff, ldb, scratch);
-        matmul(false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
+        matmul(structure, false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
     }
 
     /**
@@ -294,14 +412,5 @@ final class ChunkMath {
                 out[d * rows + c] = m[mOff + c * ld + d];
             }
         }
-    }
-
-    /** {@code c[at …] = alpha·acc + beta·c[at …]} (beta 0 ignores the old values). */
-    private static void store(FloatVector acc, float alpha, float beta, float[] c, int at) {
-        FloatVector scaled = acc.mul(alpha);
-        if (beta != 0f) {
-            scaled = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), scaled);
-        }
-        scaled.intoArray(c, at);
     }
 }

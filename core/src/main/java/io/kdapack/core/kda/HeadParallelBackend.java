@@ -2,22 +2,45 @@ package io.kdapack.core.kda;
 
 import java.util.Arrays;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinTask;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntConsumer;
-import java.util.stream.IntStream;
 
 /**
  * The frame shared by the CPU backends: validation, preprocessing, one task per (sequence, value head) run
  * in parallel, and the reductions after it. A subclass supplies only the per-head kernel.
  *
- * <p>Determinism: every task reads its own slices and writes disjoint outputs (per value head, even for
+ * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
+ * so a task's rows are contiguous and the kernels work on them in place; outputs and gradients are written
+ * head-major too, and brought back to the token-major layout of the contract once per call.
+ *
+ * <p>Determinism: every task reads its own rows and writes disjoint outputs (per value head, even for
  * {@code dq}/{@code dk} under grouped value attention). The sums over value heads of one q/k head and over
  * tokens ({@code dA_log}, {@code dt_bias}) run after the parallel part in a fixed order, so results are
  * bitwise the same for every thread count.
+ *
+ * <p>A training forward ({@link #forwardForBackward}) keeps the prepared tensors and what the subclass
+ * returns for each head ({@code H}), so that the backward need not run the forward again.
+ *
+ * @param <H> what one head's forward keeps for its backward
  */
-abstract class HeadParallelBackend implements KdaBackend {
+abstract class HeadParallelBackend<H> implements KdaBackend {
+
+    /** How much of a head's forward to keep for the backward. */
+    enum Keep {
+        /** Nothing: a forward without backward. */
+        NOTHING,
+        /** The states the backward restarts from. */
+        STATES,
+        /** The states and every intermediate the backward reads. */
+        INTERMEDIATES
+    }
 
     private final int threads;
     private final ForkJoinPool pool;
+    /** The per-call head-major temporaries and prepared tensors, reused from call to call. */
+    private final BufferPool buffers = new BufferPool();
 
     /** @param threads worker threads, ≥ 1 */
     HeadParallelBackend(int threads) {
@@ -34,23 +57,36 @@ abstract class HeadParallelBackend implements KdaBackend {
     }
 
     /**
-     * One (sequence, value head) problem over {@code L} tokens, contiguous.
+     * One (sequence, value head) problem over {@code L} tokens: rows {@code row0 … row0+L−1} of the
+     * head-major tensors of the call, which every task shares and reads only there.
      *
-     * @param q    {@code [L,K]} prepared (normalised, scaled) queries
-     * @param k    {@code [L,K]} prepared keys
-     * @param v    {@code [L,V]} values
-     * @param g    {@code [L,K]} log-space decay
-     * @param beta {@code [L]} beta in (0,1)
+     * @param q    {@code [HV·T,K]} prepared (normalised, scaled) queries
+     * @param k    {@code [HV·T,K]} prepared keys
+     * @param v    {@code [HV·T,V]} values
+     * @param g    {@code [HV·T,K]} log-space decay
+     * @param beta {@code [HV·T]} beta in (0,1)
      */
-    record HeadSequence(int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
+    record HeadSequence(int row0, int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
                         float[] beta) {
     }
 
-    /** Gradients of one head problem, shaped like {@link HeadSequence}'s arrays; start at zero. */
+    /**
+     * Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks; a task zeroes its
+     * sequence's rows ({@link #clear}) before it accumulates into them.
+     */
     record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
-        static HeadGradients zeros(int length, int keyDim, int valueDim) {
-            return new HeadGradients(new float[length * keyDim], new float[length * keyDim],
-                    new float[length * valueDim], new float[length * keyDim], new float[length]);
+
+        /** Zeroes the rows of sequence {@code s}. */
+        void clear(HeadSequence s) {
+            int kd = s.keyDim();
+            int vd = s.valueDim();
+            int first = s.row0();
+            int end = first + s.length();
+            Arrays.fill(dq, first * kd, end * kd, 0f);
+            Arrays.fill(dk, first * kd, end * kd, 0f);
+            Arrays.fill(dg, first * kd, end * kd, 0f);
+            Arrays.fill(dv, first * vd, end * vd, 0f);
+            Arrays.fill(dBeta, first, end, 0f);
         }
     }
 
@@ -58,83 +94,157 @@ abstract class HeadParallelBackend implements KdaBackend {
      * Runs one head forward.
      *
      * @param state {@code [K,V]} the initial state on entry, the final state on return
-     * @param o     {@code [L,V]} outputs to fill
+     * @param o     {@code [HV·T,V]} outputs, this sequence's rows to fill (zero on entry)
+     * @param keep  what to keep for {@link #backwardHead}
+     * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
-    abstract void forwardHead(HeadSequence s, float[] state, float[] o);
+    abstract H forwardHead(HeadSequence s, float[] state, float[] o, Keep keep);
 
     /**
      * Runs one head backward.
      *
      * @param h0     {@code [K,V]} initial state (not changed)
-     * @param dO     {@code [L,V]} upstream gradient of the outputs
+     * @param kept   what {@link #forwardHead} kept for this head
+     * @param dO     {@code [HV·T,V]} upstream gradient of the outputs
      * @param dState {@code [K,V]} the gradient of the final state on entry, of the initial state on return
-     * @param grads  gradients to fill (zero on entry)
+     * @param grads  gradients to fill in this sequence's rows (zero on entry)
      */
-    abstract void backwardHead(HeadSequence s, float[] h0, float[] dO, float[] dState, HeadGradients grads);
+    abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dState, HeadGradients grads);
+
+    /** What a training forward of {@code in} keeps; {@link Keep#STATES} unless a subclass knows better. */
+    Keep keepForBackward(KdaInputs in) {
+        return Keep.STATES;
+    }
 
     @Override
     public KdaResult forward(KdaInputs in, KdaOptions options) {
-        in.validate(options);
-        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options);
-        int hv = in.valueHeads();
-        int vd = in.valueDim();
-        int stateSize = in.keyDim() * vd;
-        float[] o = new float[in.tokens() * hv * vd];
-        float[] ht = new float[Math.toIntExact(in.stateSize())];
-        Segments seg = in.segments();
-        runTasks(in, task -> {
-            int n = task / hv;
-            int vh = task % hv;
-            HeadSequence s = gather(in, p, n, vh);
-            float[] state = initialState(in, n, vh);
-            float[] out = new float[s.length() * vd];
-            forwardHead(s, state, out);
-            scatterRows(out, o, seg.start(n), s.length(), hv, vh, vd);
-            System.arraycopy(state, 0, ht, (n * hv + vh) * stateSize, stateSize);
-        });
-        return new KdaResult(o, ht);
+        return record(in, options, Keep.NOTHING).result();
+    }
+
+    @Override
+    public KdaTape forwardForBackward(KdaInputs in, KdaOptions options) {
+        return record(in, options, keepForBackward(in));
     }
 
     @Override
     public KdaGradients backward(KdaInputs in, KdaOptions options, float[] dO, float[] dHt) {
         in.validate(options);
         in.validateUpstream(dO, dHt);
-        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options);
-        int t = in.tokens();
+        return backward(forwardForBackward(in, options), dO, dHt);
+    }
+
+    @Override
+    public KdaGradients backward(KdaTape tape, float[] dO, float[] dHt) {
+        if (!(tape instanceof Tape recorded) || recorded.owner != this) {
+            return backward(tape.inputs(), tape.options(), dO, dHt);
+        }
+        if (!recorded.used.compareAndSet(false, true)) {
+            throw new IllegalStateException("tape: a backward already ran through this KDA forward; "
+                    + "run the forward again for another backward");
+        }
+        KdaInputs in = recorded.inputs();
+        in.validateUpstream(dO, dHt);
         int hv = in.valueHeads();
-        int kd = in.keyDim();
-        int vd = in.valueDim();
-        int stateSize = kd * vd;
-        float[] dqPerValueHead = new float[t * hv * kd];
-        float[] dkPerValueHead = new float[t * hv * kd];
-        float[] dDecay = new float[t * hv * kd];
-        float[] dv = new float[t * hv * vd];
-        float[] dBeta = new float[t * hv];
+        int stateSize = in.keyDim() * in.valueDim();
+        float[] dOHeads = headMajor(in, dO, in.valueDim());
+        int rows = in.tokens() * hv;
+        HeadGradients grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
+                buffers.take(rows * in.valueDim()), buffers.take(rows * in.keyDim()), buffers.take(rows));
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
-        Segments seg = in.segments();
         runTasks(in, task -> {
             int n = task / hv;
             int vh = task % hv;
-            HeadSequence s = gather(in, p, n, vh);
-            int start = seg.start(n);
-            float[] dOut = gatherRows(dO, start, s.length(), hv, vh, vd);
             float[] dState = dHt == null ? new float[stateSize]
-                    : Arrays.copyOfRange(dHt, (n * hv + vh) * stateSize, (n * hv + vh + 1) * stateSize);
-            HeadGradients grads = HeadGradients.zeros(s.length(), kd, vd);
-            backwardHead(s, initialState(in, n, vh), dOut, dState, grads);
-            scatterRows(grads.dq(), dqPerValueHead, start, s.length(), hv, vh, kd);
-            scatterRows(grads.dk(), dkPerValueHead, start, s.length(), hv, vh, kd);
-            scatterRows(grads.dv(), dv, start, s.length(), hv, vh, vd);
-            scatterRows(grads.dg(), dDecay, start, s.length(), hv, vh, kd);
-            scatterRows(grads.dBeta(), dBeta, start, s.length(), hv, vh, 1);
+                    : Arrays.copyOfRange(dHt, task * stateSize, (task + 1) * stateSize);
+            HeadSequence s = sequence(in, recorded.prepared, n, vh);
+            grads.clear(s);
+            backwardHead(s, initialState(in, n, vh), kept(recorded, task), dOHeads, dState, grads);
+            recorded.heads[task] = null;
             if (dH0 != null) {
-                System.arraycopy(dState, 0, dH0, (n * hv + vh) * stateSize, stateSize);
+                System.arraycopy(dState, 0, dH0, task * stateSize, stateSize);
             }
         });
-        float[] dq = sumValueHeadGroups(dqPerValueHead, t, in.heads(), hv, kd);
-        float[] dk = sumValueHeadGroups(dkPerValueHead, t, in.heads(), hv, kd);
-        KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, options, p, dq, dk, dDecay, dBeta);
+        KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
+                grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
+        float[] dv = tokenMajor(in, grads.dv(), in.valueDim());
+        KdaPreprocess.Prepared p = recorded.prepared;
+        buffers.give(dOHeads, grads.dq(), grads.dk(), grads.dv(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.v(),
+                p.decay(), p.beta());
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
+    }
+
+    /** Runs the forward of every head, keeping {@code keep} of each (nothing kept for {@link Keep#NOTHING}). */
+    private Tape record(KdaInputs in, KdaOptions options, Keep keep) {
+        in.validate(options);
+        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
+        int hv = in.valueHeads();
+        int vd = in.valueDim();
+        int stateSize = in.keyDim() * vd;
+        float[] oHeads = buffers.take(in.tokens() * hv * vd);
+        float[] ht = new float[Math.toIntExact(in.stateSize())];
+        Object[] heads = keep == Keep.NOTHING ? null : new Object[in.segments().count() * hv];
+        runTasks(in, task -> {
+            int n = task / hv;
+            int vh = task % hv;
+            float[] state = initialState(in, n, vh);
+            HeadSequence s = sequence(in, p, n, vh);
+            Arrays.fill(oHeads, s.row0() * vd, (s.row0() + s.length()) * vd, 0f); // the kernels add into o
+            H kept = forwardHead(s, state, oHeads, keep);
+            if (heads != null) {
+                heads[task] = kept;
+            }
+            System.arraycopy(state, 0, ht, task * stateSize, stateSize);
+        });
+        KdaResult result = new KdaResult(tokenMajor(in, oHeads, vd), ht);
+        buffers.give(oHeads);
+        if (keep == Keep.NOTHING) {
+            buffers.give(p.q(), p.k(), p.v(), p.decay(), p.beta());
+            return new Tape(this, in, options, result, null, null);
+        }
+        return new Tape(this, in, options, result, p, heads);
+    }
+
+    /** A forward recorded by this backend: the prepared inputs, each head's rows and what it kept. */
+    private static final class Tape implements KdaTape {
+        private final HeadParallelBackend<?> owner;
+        private final KdaInputs inputs;
+        private final KdaOptions options;
+        private final KdaResult result;
+        private final KdaPreprocess.Prepared prepared;
+        /** What each task {@code n·HV + hv} kept; cleared as the backward consumes it. */
+        private final Object[] heads;
+        private final AtomicBoolean used = new AtomicBoolean();
+
+        Tape(HeadParallelBackend<?> owner, KdaInputs inputs, KdaOptions options, KdaResult result,
+             KdaPreprocess.Prepared prepared, Object[] heads) {
+            this.owner = owner;
+            this.inputs = inputs;
+            this.options = options;
+            this.result = result;
+            this.prepared = prepared;
+            this.heads = heads;
+        }
+
+        @Override
+        public KdaInputs inputs() {
+            return inputs;
+        }
+
+        @Override
+        public KdaOptions options() {
+            return options;
+        }
+
+        @Override
+        public KdaResult result() {
+            return result;
+        }
+    }
+
+    /** What this backend's {@link #forwardHead} kept for {@code task} of a tape it recorded. */
+    @SuppressWarnings("unchecked") // the tape's owner is this backend, whose forwardHead returns an H
+    private H kept(Tape tape, int task) {
+        return (H) tape.heads[task];
     }
 
     /** Runs {@code task(n·HV + hv)} for every (sequence, value head), longest sequences first. */
@@ -152,29 +262,14 @@ abstract class HeadParallelBackend implements KdaBackend {
                 order[i * hv + vh] = sequences[i] * hv + vh;
             }
         }
-        if (pool == null || order.length <= 1) {
-            for (int id : order) {
-                task.accept(id);
-            }
-            return;
-        }
-        pool.submit(() -> IntStream.range(0, order.length).parallel().forEach(i -> task.accept(order[i]))).join();
+        runBlocks(order.length, i -> task.accept(order[i]));
     }
 
-    private static HeadSequence gather(KdaInputs in, KdaPreprocess.Prepared p, int n, int vh) {
+    /** Sequence {@code n} of value head {@code vh} in the prepared tensors. */
+    private static HeadSequence sequence(KdaInputs in, KdaPreprocess.Prepared p, int n, int vh) {
         Segments seg = in.segments();
-        int start = seg.start(n);
-        int len = seg.length(n);
-        int hv = in.valueHeads();
-        int h = in.heads();
-        int head = vh / (hv / h);
-        int kd = in.keyDim();
-        return new HeadSequence(len, kd, in.valueDim(),
-                gatherRows(p.q(), start, len, h, head, kd),
-                gatherRows(p.k(), start, len, h, head, kd),
-                gatherRows(in.v(), start, len, hv, vh, in.valueDim()),
-                gatherRows(p.decay(), start, len, hv, vh, kd),
-                gatherRows(p.beta(), start, len, hv, vh, 1));
+        return new HeadSequence(vh * in.tokens() + seg.start(n), seg.length(n), in.keyDim(), in.valueDim(),
+                p.q(), p.k(), p.v(), p.decay(), p.beta());
     }
 
     private static float[] initialState(KdaInputs in, int n, int vh) {
@@ -186,37 +281,63 @@ abstract class HeadParallelBackend implements KdaBackend {
         return Arrays.copyOfRange(in.h0(), offset, offset + size);
     }
 
-    /** Rows {@code start … start+len−1} of head {@code head} of {@code src [T,heads,dim]} as {@code [len,dim]}. */
-    private static float[] gatherRows(float[] src, int start, int len, int heads, int head, int dim) {
-        float[] out = new float[len * dim];
-        for (int r = 0; r < len; r++) {
-            System.arraycopy(src, ((start + r) * heads + head) * dim, out, r * dim, dim);
-        }
+    /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */
+    private float[] headMajor(KdaInputs in, float[] x, int dim) {
+        float[] out = buffers.take(x.length);
+        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (p * heads + h) * dim, out,
+                (h * tokens + p) * dim, dim));
         return out;
     }
 
-    private static void scatterRows(float[] rows, float[] dst, int start, int len, int heads, int head, int dim) {
-        for (int r = 0; r < len; r++) {
-            System.arraycopy(rows, r * dim, dst, ((start + r) * heads + head) * dim, dim);
-        }
+    /** The segment rows of {@code x [HV,T,dim]} as {@code [T,HV,dim]} (padding rows zero). */
+    private float[] tokenMajor(KdaInputs in, float[] x, int dim) {
+        float[] out = new float[x.length];
+        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (h * tokens + p) * dim, out,
+                (p * heads + h) * dim, dim));
+        return out;
     }
 
-    /** {@code [T,HV,K]} → {@code [T,H,K]}: the value heads of each q/k head summed in ascending order. */
-    private static float[] sumValueHeadGroups(float[] perValueHead, int tokens, int heads, int valueHeads, int dim) {
-        if (heads == valueHeads) {
-            return perValueHead;
-        }
-        int group = valueHeads / heads;
-        float[] out = new float[tokens * heads * dim];
-        for (int p = 0; p < tokens; p++) {
-            for (int vh = 0; vh < valueHeads; vh++) {
-                int src = (p * valueHeads + vh) * dim;
-                int dst = (p * heads + vh / group) * dim;
-                for (int i = 0; i < dim; i++) {
-                    out[dst + i] += perValueHead[src + i];
+    /** Copies one row: token {@code p} of value head {@code h}. */
+    @FunctionalInterface
+    private interface RowCopy {
+        void copy(int p, int h, int tokens, int heads);
+    }
+
+    /** Runs {@code copy} for every segment token of every value head, one block per value head. */
+    private void copySegmentRows(KdaInputs in, RowCopy copy) {
+        Segments seg = in.segments();
+        int tokens = in.tokens();
+        int heads = in.valueHeads();
+        runBlocks(heads, h -> {
+            for (int n = 0; n < seg.count(); n++) {
+                for (int p = seg.start(n); p < seg.end(n); p++) {
+                    copy.copy(p, h, tokens, heads);
                 }
             }
+        });
+    }
+
+    /**
+     * Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks). Each worker
+     * takes the next block in order until none is left, so blocks listed longest first are spread evenly.
+     */
+    private void runBlocks(int count, IntConsumer block) {
+        if (pool == null || count <= 1) {
+            KdaPreprocess.SERIAL.run(count, block);
+            return;
         }
-        return out;
+        AtomicInteger next = new AtomicInteger();
+        Runnable worker = () -> {
+            for (int b = next.getAndIncrement(); b < count; b = next.getAndIncrement()) {
+                block.accept(b);
+            }
+        };
+        ForkJoinTask<?>[] workers = new ForkJoinTask<?>[Math.min(threads, count)];
+        for (int w = 0; w < workers.length; w++) {
+            workers[w] = pool.submit(worker);
+        }
+        for (ForkJoinTask<?> w : workers) {
+            w.join();
+        }
     }
 }

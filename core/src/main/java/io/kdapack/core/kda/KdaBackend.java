@@ -21,6 +21,25 @@ public interface KdaBackend {
     KdaGradients backward(KdaInputs in, KdaOptions options, float[] dO, float[] dHt);
 
     /**
+     * The forward of a training step: the same result as {@link #forward}, plus what the backward through
+     * {@link #backward(KdaTape, float[], float[])} needs. By default nothing is kept and that backward runs
+     * {@link #backward(KdaInputs, KdaOptions, float[], float[])}.
+     */
+    default KdaTape forwardForBackward(KdaInputs in, KdaOptions options) {
+        return new KdaTape.Recomputing(in, options, forward(in, options));
+    }
+
+    /**
+     * Gradients as {@link #backward(KdaInputs, KdaOptions, float[], float[])} gives them, for the inputs of a
+     * tape this backend recorded; at most once per tape.
+     *
+     * @throws IllegalStateException when the tape was already used
+     */
+    default KdaGradients backward(KdaTape tape, float[] dO, float[] dHt) {
+        return backward(tape.inputs(), tape.options(), dO, dHt);
+    }
+
+    /**
      * @param o  {@code [T,HV,V]}
      * @param ht {@code [N,HV,K,V]}
      */

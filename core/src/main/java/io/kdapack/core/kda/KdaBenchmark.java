@@ -21,10 +21,11 @@ import java.util.Random;
  *       {@code L(L+1)(K+V)}, {@code V' = U − WS} {@code 2LKV};</li>
  *   <li>forward: prepare + {@code Qg S} {@code 2LKV} + {@code Aqk V'} {@code L(L+1)V} + state update
  *       {@code 2LKV + KV};</li>
- *   <li>backward: a state-only forward to recompute chunk-start states (prepare + {@code 2LKV + KV}), then
- *       per chunk prepare again + eight {@code L×K×V} products {@code 16LKV} + {@code dAqk}/{@code dV'}
- *       {@code 2L(L+1)V} + {@code (I + A)⁻ᵀ} products {@code L(L+1)(K+V)} and {@code dA} {@code L(L−1)(K+V)}
- *       + pairwise backward (four decayed products) {@code 8·L(L+1)/2·K} + elementwise and cumsum {@code 11LK}.</li>
+ *   <li>backward from the training forward's tape: eight {@code L×K×V} products {@code 16LKV} +
+ *       {@code dAqk}/{@code dV'} {@code 2L(L+1)V} + {@code (I + A)⁻ᵀ} products {@code L(L+1)(K+V)} and
+ *       {@code dA} {@code L(L−1)(K+V)} + pairwise backward (four decayed products) {@code 8·L(L+1)/2·K} +
+ *       elementwise and cumsum {@code 11LK}; plus prepare again when the call is too large for the tape to
+ *       keep the intermediates ({@link KdaChunked#KEPT_FLOATS_PER_CALL}).</li>
  * </ul>
  * Only the useful (triangular) part of a triangular product counts, so the figure does not reward waste.
  */
@@ -62,12 +63,13 @@ public final class KdaBenchmark {
 
         double[] chunkedTimes = interleavedMedians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
                 () -> packedProblem.forwardBackward(chunked), () -> singleProblem.forwardBackward(chunked));
+        boolean recomputed = chunked.keepForBackward(packedProblem.inputs()) != HeadParallelBackend.Keep.INTERMEDIATES;
         double fwdPacked = chunkedTimes[0];
         double fwdBwdPacked = chunkedTimes[1];
         double fwdBwdSingle = chunkedTimes[2];
         double fwdBwdRecurrent = interleavedMedians(1, Math.min(3, c.repeats()),
                 () -> packedProblem.forwardBackward(recurrent))[0];
-        double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim());
+        double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim(), recomputed);
         double matmul = Gemm.measureGflops(c.threads());
 
         Map<String, Object> out = new LinkedHashMap<>();
@@ -91,25 +93,28 @@ public final class KdaBenchmark {
         return out;
     }
 
-    /** Flops of one forward plus one backward of the chunked backend (see the class comment). */
-    public static double chunkedFlops(Segments segments, int valueHeads, int keyDim, int valueDim) {
+    /**
+     * Flops of one training forward plus its backward of the chunked backend (see the class comment);
+     * {@code recomputed} when the backward recomputes the chunk intermediates.
+     */
+    public static double chunkedFlops(Segments segments, int valueHeads, int keyDim, int valueDim,
+                                      boolean recomputed) {
         double total = 0;
         for (int n = 0; n < segments.count(); n++) {
             for (int first = 0; first < segments.length(n); first += KdaChunk.SIZE) {
                 int len = Math.min(KdaChunk.SIZE, segments.length(n) - first);
-                total += chunkFlops(len, keyDim, valueDim);
+                total += chunkFlops(len, keyDim, valueDim, recomputed);
             }
         }
         return total * valueHeads;
     }
 
-    private static double chunkFlops(double l, double k, double v) {
+    private static double chunkFlops(double l, double k, double v, boolean recomputed) {
         double pairs = l * (l + 1) / 2;
         double prepare = 7 * l * k + 4 * pairs * k + l * l * l / 3 + l * (l + 1) * (k + v) + 2 * l * k * v;
-        double stateUpdate = 2 * l * k * v + k * v;
-        double forward = prepare + 2 * l * k * v + 2 * pairs * v + stateUpdate;
-        double backward = prepare + stateUpdate + prepare + 16 * l * k * v + 4 * pairs * v
-                + l * (l + 1) * (k + v) + l * (l - 1) * (k + v) + 8 * pairs * k + 11 * l * k;
+        double forward = prepare + 2 * l * k * v + 2 * pairs * v + 2 * l * k * v + k * v;
+        double backward = 16 * l * k * v + 4 * pairs * v + l * (l + 1) * (k + v) + l * (l - 1) * (k + v)
+                + 8 * pairs * k + 11 * l * k + (recomputed ? prepare : 0);
         return forward + backward;
     }
 
@@ -182,9 +187,9 @@ public final class KdaBenchmark {
             backend.forward(inputs, KdaOptions.plain());
         }
 
+        /** A training step's pair: the forward that keeps its tape, then the backward through it. */
         void forwardBackward(KdaBackend backend) {
-            backend.forward(inputs, KdaOptions.plain());
-            backend.backward(inputs, KdaOptions.plain(), dO, dHt);
+            backend.backward(backend.forwardForBackward(inputs, KdaOptions.plain()), dO, dHt);
         }
 
         private static float[] normal(Random rnd, int n) {

@@ -1,11 +1,17 @@
 package io.kdapack.core.kda;
 
+import static io.kdapack.core.kda.ChunkMath.Structure.FULL;
+import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_A;
+import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_C;
+import static io.kdapack.core.kda.ChunkMath.Structure.UPPER_A;
 import static io.kdapack.core.kda.ChunkMath.axpy;
 import static io.kdapack.core.kda.ChunkMath.dot;
 import static io.kdapack.core.kda.ChunkMath.multiply;
 import static io.kdapack.core.kda.ChunkMath.multiplyAdd;
+import static io.kdapack.core.kda.ChunkMath.scale;
 
 import java.util.Arrays;
+import jdk.incubator.vector.FloatVector;
 
 /**
  * One chunk of at most {@value #SIZE} tokens of one (sequence, value head), forward and backward, in the
@@ -29,6 +35,8 @@ import java.util.Arrays;
 final class KdaChunk {
 
     static final int SIZE = 64;
+    /** Rows per block of the triangular inverse. */
+    private static final int INVERSE_BLOCK = 16;
 
     private final int kd;
     private final int vd;
@@ -52,6 +60,8 @@ final class KdaChunk {
     private final float[] kb;
     private final float[] vb;
     private final float[] transposed;
+    private final float[] s0Transposed;
+    private final float[] blockRows;
     private final double[] suffixSum;
 
     KdaChunk(int keyDim, int valueDim) {
@@ -75,6 +85,8 @@ final class KdaChunk {
         kb = new float[SIZE * kd];
         vb = new float[SIZE * vd];
         transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
+        s0Transposed = new float[kd * vd];
+        blockRows = new float[INVERSE_BLOCK * SIZE];
         suffixSum = new double[kd];
     }
 
@@ -88,10 +100,16 @@ final class KdaChunk {
         return kd == keyDim && vd == valueDim;
     }
 
+    /** Whether {@code intermediates} were made for this chunk's dimensions. */
+    boolean fits(Intermediates intermediates) {
+        return intermediates.kd == kd && intermediates.vd == vd;
+    }
+
     /**
-     * Forward of the chunk of {@code len} tokens starting at row {@code first} of {@code s}: adds the
-     * outputs to {@code o [L_seq,V]} (unless null) and advances {@code state [K,V]} in place. The forward
-     * intermediates go to {@code keep} when given, for a later {@link #backward} of the same chunk.
+     * Forward of the chunk of {@code len} tokens starting at row {@code first} of {@code s}'s tensors: adds
+     * the outputs to the same rows of {@code o [HV·T,V]} (unless null) and advances {@code state [K,V]} in
+     * place. The forward intermediates go to {@code keep} when given, for a later {@link #backward} of the
+     * same chunk.
      */
     void forward(HeadParallelBackend.HeadSequence s, int first, int len, float[] state, float[] o,
                  Intermediates keep) {
@@ -100,7 +118,7 @@ final class KdaChunk {
         if (o != null) {
             // O = Qg S + Aqk V' (Aqk is zero above the diagonal)
             ChunkMath.matmul(false, len, vd, kd, 1f, p.qg, 0, kd, state, 0, vd, 1f, o, first * vd, vd);
-            ChunkMath.matmul(false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 1f, o, first * vd, vd);
+            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 1f, o, first * vd, vd);
         }
         // S ← diag(e) S + Kdᵀ V'
         for (int i = 0; i < kd; i++) {
@@ -129,7 +147,7 @@ final class KdaChunk {
         int dOff = first * vd;
         // Through S1 = diag(e) S0 + Kdᵀ V'.
         ChunkMath.matmul(false, len, vd, kd, 1f, p.kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
-        ChunkMath.matmulTransB(len, kd, vd, 1f, p.vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd, transposed);
+        ChunkMath.matmulTransB(FULL, len, kd, vd, 1f, p.vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd, transposed);
         int lastRow = (len - 1) * kd;
         Arrays.fill(dGamma, 0, len * kd, 0f);
         for (int i = 0; i < kd; i++) {
@@ -139,38 +157,31 @@ final class KdaChunk {
             }
         }
         // Through O = Qg S0 + Aqk V'.
-        ChunkMath.matmulTransB(len, kd, vd, 1f, dO, dOff, vd, s0, 0, vd, 0f, dQg, 0, kd, transposed);
+        ChunkMath.transpose(kd, vd, s0, 0, vd, s0Transposed);
+        ChunkMath.matmul(false, len, kd, vd, 1f, dO, dOff, vd, s0Transposed, 0, kd, 0f, dQg, 0, kd);
         ChunkMath.matmul(true, kd, vd, len, 1f, p.qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
         // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
-        ChunkMath.matmulTransB(len, len, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
-        ChunkMath.matmul(true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
+        ChunkMath.matmulTransB(LOWER_C, len, len, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
+        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through V' = U − W S0.
-        ChunkMath.matmulTransB(len, kd, vd, -1f, dVNew, 0, vd, s0, 0, vd, 0f, dW, 0, kd, transposed);
+        ChunkMath.matmul(false, len, kd, vd, -1f, dVNew, 0, vd, s0Transposed, 0, kd, 0f, dW, 0, kd);
         ChunkMath.matmul(true, kd, vd, len, -1f, p.w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
-        ChunkMath.matmul(true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
-        ChunkMath.matmul(true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
+        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
+        ChunkMath.matmul(UPPER_A, true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
         // dA (only c < r is read).
-        ChunkMath.matmulTransB(len, len, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
-        ChunkMath.matmulTransB(len, len, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, len, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, len, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
-            float dBeta = dot(vd, s.v(), (first + r) * vd, dVb, r * vd) + dot(kd, p.kg, r * kd, dKb, r * kd);
-            for (int c = 0; c < r; c++) {
-                float dAr = dA[r * SIZE + c];
-                dBeta += dAr * p.pairKK[r * SIZE + c];
-                dA[r * SIZE + c] = beta * dAr; // now the gradient of P
-            }
-            grads.dBeta()[first + r] = dBeta;
-            for (int j = 0; j < vd; j++) {
-                grads.dv()[(first + r) * vd + j] = beta * dVb[r * vd + j];
-            }
-            for (int i = 0; i < kd; i++) {
-                dKb[r * kd + i] *= beta; // now the gradient of Kg
-            }
+            grads.dBeta()[first + r] = dot(vd, s.v(), (first + r) * vd, dVb, r * vd)
+                    + dot(kd, p.kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
+            scale(r, beta, dA, r * SIZE, dA, r * SIZE); // now the gradient of P
+            scale(vd, beta, dVb, r * vd, grads.dv(), (first + r) * vd);
+            scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
         pairs.backward(s.q(), s.k(), s.g(), first, len, dAQK, dA, grads.dq(), grads.dk(), dGamma);
-        elementwiseBackward(s, first, len, grads);
+        elementwiseBackward(first, len, grads);
         // dg_t = Σ_{r ≥ t} dΓ_r within the chunk, summed in double: the terms cancel heavily.
         Arrays.fill(suffixSum, 0.0);
         for (int r = len - 1; r >= 0; r--) {
@@ -202,67 +213,85 @@ final class KdaChunk {
         pairs.forward(s.q(), s.k(), s.g(), first, len, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
-            for (int c = 0; c < r; c++) {
-                a[r * SIZE + c] = beta * p.pairKK[r * SIZE + c];
-            }
+            scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);
             Arrays.fill(p.aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
+            // The right-hand sides of W = (I + A)⁻¹ diag(β) Kg and U = (I + A)⁻¹ diag(β) V.
+            scale(kd, beta, p.kg, r * kd, kb, r * kd);
+            scale(vd, beta, s.v(), (first + r) * vd, vb, r * vd);
         }
         invertUnitLower(len);
-        // W = (I + A)⁻¹ diag(β) Kg, U = (I + A)⁻¹ diag(β) V.
-        for (int r = 0; r < len; r++) {
-            float beta = s.beta()[first + r];
-            for (int i = 0; i < kd; i++) {
-                kb[r * kd + i] = beta * p.kg[r * kd + i];
-            }
-            for (int j = 0; j < vd; j++) {
-                vb[r * vd + j] = beta * s.v()[(first + r) * vd + j];
-            }
-        }
-        ChunkMath.matmul(false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
-        ChunkMath.matmul(false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
+        ChunkMath.matmul(LOWER_A, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
+        ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
         System.arraycopy(p.u, 0, p.vNew, 0, len * vd);
         ChunkMath.matmul(false, len, vd, kd, -1f, p.w, 0, kd, state, 0, vd, 1f, p.vNew, 0, vd);
     }
 
     /** Backward of {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Γ_last − Γ)}. */
-    private void elementwiseBackward(HeadParallelBackend.HeadSequence s, int first, int len,
-                                     HeadParallelBackend.HeadGradients grads) {
-        int lastRow = (len - 1) * kd;
+    private void elementwiseBackward(int first, int len, HeadParallelBackend.HeadGradients grads) {
+        int rows = first * kd;
+        multiplyAdd(len * kd, dQg, 0, p.expPrefix, 0, grads.dq(), rows);
+        multiplyAdd(len * kd, dKb, 0, p.expPrefix, 0, grads.dk(), rows);
+        multiplyAdd(len * kd, dKDecayed, 0, p.expSuffix, 0, grads.dk(), rows);
+        // dΓ_r += Qg⊙dQg + Kg⊙dKg − Kd⊙dKd per row; Γ_last also collects Σ_r Kd⊙dKd (in run).
+        Arrays.fill(run, 0f);
         for (int r = 0; r < len; r++) {
             int off = r * kd;
-            int rowOff = (first + r) * kd;
-            multiplyAdd(kd, dQg, off, p.expPrefix, off, grads.dq(), rowOff);
-            multiplyAdd(kd, dKb, off, p.expPrefix, off, grads.dk(), rowOff);
-            multiplyAdd(kd, dKDecayed, off, p.expSuffix, off, grads.dk(), rowOff);
-            for (int i = 0; i < kd; i++) {
+            int i = 0;
+            for (int bound = ChunkMath.SPECIES.loopBound(kd); i < bound; i += ChunkMath.SPECIES.length()) {
+                FloatVector fromKd = FloatVector.fromArray(ChunkMath.SPECIES, p.kDecayed, off + i)
+                        .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKDecayed, off + i));
+                FloatVector.fromArray(ChunkMath.SPECIES, p.qg, off + i)
+                        .fma(FloatVector.fromArray(ChunkMath.SPECIES, dQg, off + i),
+                                FloatVector.fromArray(ChunkMath.SPECIES, dGamma, off + i))
+                        .add(FloatVector.fromArray(ChunkMath.SPECIES, p.kg, off + i)
+                                .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKb, off + i)))
+                        .sub(fromKd)
+                        .intoArray(dGamma, off + i);
+                fromKd.add(FloatVector.fromArray(ChunkMath.SPECIES, run, i)).intoArray(run, i);
+            }
+            for (; i < kd; i++) {
                 float fromKd = p.kDecayed[off + i] * dKDecayed[off + i];
-                dGamma[off + i] += p.qg[off + i] * dQg[off + i] + p.kg[off + i] * dKb[off + i] - fromKd;
-                dGamma[lastRow + i] += fromKd;
+                dGamma[off + i] = Math.fma(p.qg[off + i], dQg[off + i], dGamma[off + i])
+                        + p.kg[off + i] * dKb[off + i] - fromKd;
+                run[i] += fromKd;
             }
         }
+        ChunkMath.axpy(kd, 1f, run, 0, dGamma, (len - 1) * kd);
     }
 
     /**
-     * {@code inverse = (I + A)⁻¹}, unit lower triangular (zero above the diagonal up to column len), by
-     * forward substitution over rows: {@code T_r = e_r − Σ_{c<r} A[r,c] T_c}, where row c has support
-     * {@code 0 … c}.
+     * {@code inverse = (I + A)⁻¹}, unit lower triangular (zero above the diagonal up to column len), by blocks
+     * of {@value #INVERSE_BLOCK} rows: the diagonal block {@code T_ii} by forward substitution over its rows
+     * ({@code T_r = e_r − Σ_{c<r} A[r,c] T_c}), then the block's left part from the rows above,
+     * {@code T_i,<i = −T_ii · (A_i,<i · T_<i,<i)}, as two products.
      */
     private void invertUnitLower(int len) {
-        for (int r = 0; r < len; r++) {
-            int row = r * SIZE;
-            Arrays.fill(p.inverse, row, row + len, 0f);
-            p.inverse[row + r] = 1f;
-            for (int c = 0; c < r; c++) {
-                float arc = a[row + c];
-                if (arc != 0f) {
-                    axpy(c + 1, -arc, p.inverse, c * SIZE, p.inverse, row);
+        for (int r0 = 0; r0 < len; r0 += INVERSE_BLOCK) {
+            int rows = Math.min(INVERSE_BLOCK, len - r0);
+            for (int r = r0; r < r0 + rows; r++) {
+                int row = r * SIZE;
+                Arrays.fill(p.inverse, row, row + len, 0f);
+                p.inverse[row + r] = 1f;
+                for (int c = r0; c < r; c++) {
+                    float arc = a[row + c];
+                    if (arc != 0f) {
+                        axpy(c - r0 + 1, -arc, p.inverse, c * SIZE + r0, p.inverse, row + r0);
+                    }
                 }
+            }
+            if (r0 > 0) {
+                ChunkMath.matmul(false, rows, r0, r0, 1f, a, r0 * SIZE, SIZE, p.inverse, 0, SIZE, 0f,
+                        blockRows, 0, SIZE);
+                ChunkMath.matmul(LOWER_A, false, rows, r0, rows, -1f, p.inverse, r0 * SIZE + r0, SIZE, blockRows, 0,
+                        SIZE, 0f, p.inverse, r0 * SIZE, SIZE);
             }
         }
     }
 
     /** What the forward computes before the outputs, kept so that the backward need not recompute it. */
     static final class Intermediates {
+        final int kd;
+        final int vd;
         final float[] expPrefix;
         final float[] expSuffix;
         final float[] expLast;
@@ -277,6 +306,8 @@ final class KdaChunk {
         final float[] vNew;
 
         Intermediates(int kd, int vd) {
+            this.kd = kd;
+            this.vd = vd;
             expPrefix = new float[SIZE * kd];
             expSuffix = new float[SIZE * kd];
             expLast = new float[kd];

@@ -1,26 +1,31 @@
 package io.kdapack.core.kda;
 
-import java.util.ArrayList;
-import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The fast CPU backend: the chunked WY/UT form of DESIGN §2 ({@link KdaChunk}), chunks of 64 tokens that
  * never straddle a sequence boundary and are never padded (the last chunk of a sequence is partial), one
- * task per (sequence, value head) on all cores. The backward runs the chunks forward once more for their
- * start states, keeping each chunk's intermediates (within {@link #KEPT_FLOATS_PER_THREAD}; beyond it they are
- * recomputed), then walks the chunks in reverse.
+ * task per (sequence, value head) on all cores.
+ *
+ * <p>A training forward keeps every chunk's start state and, while a call's total stays within
+ * {@link #KEPT_FLOATS_PER_CALL}, every chunk's intermediates, so the backward walks the chunks in reverse
+ * without running the forward again; beyond the budget it recomputes each chunk's intermediates from its
+ * start state (bitwise the same result). Kept intermediates return to a pool after the backward, so that
+ * step after step reuses the same buffers.
  */
-public final class KdaChunked extends HeadParallelBackend {
+public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /**
-     * Forward intermediates a backward keeps per thread instead of recomputing them (one chunk of K=V=64
-     * holds about 200 KB); longer sequences recompute.
+     * Floats of chunk intermediates one training forward may keep (256 MiB; one chunk-head of K=V=64 holds
+     * about 180 KB, of K=V=128 about 310 KB); a larger call recomputes them in the backward.
      */
-    static final long KEPT_FLOATS_PER_THREAD = 8L << 20;
+    static final long KEPT_FLOATS_PER_CALL = 64L << 20;
 
     /** Chunk scratch per worker thread, reused across tasks: a packed batch has many short tasks. */
-    private final ThreadLocal<Scratch> scratch = new ThreadLocal<>();
-    private final long keptFloatsPerThread;
+    private final ThreadLocal<KdaChunk> scratch = new ThreadLocal<>();
+    /** Intermediates returned by finished backwards, lent to the next training forward. */
+    private final ConcurrentLinkedQueue<KdaChunk.Intermediates> spare = new ConcurrentLinkedQueue<>();
+    private final long keptFloatsPerCall;
 
     /** A chunked backend on all available processors. */
     public KdaChunked() {
@@ -28,13 +33,13 @@ public final class KdaChunked extends HeadParallelBackend {
     }
 
     public KdaChunked(int threads) {
-        this(threads, KEPT_FLOATS_PER_THREAD);
+        this(threads, KEPT_FLOATS_PER_CALL);
     }
 
     /** With a budget for kept intermediates other than the default (0 recomputes them all). */
-    KdaChunked(int threads, long keptFloatsPerThread) {
+    KdaChunked(int threads, long keptFloatsPerCall) {
         super(threads);
-        this.keptFloatsPerThread = keptFloatsPerThread;
+        this.keptFloatsPerCall = keptFloatsPerCall;
     }
 
     @Override
@@ -42,59 +47,86 @@ public final class KdaChunked extends HeadParallelBackend {
         return "cpu-chunked";
     }
 
-    @Override
-    void forwardHead(HeadSequence s, float[] state, float[] o) {
-        KdaChunk chunk = chunkFor(s).chunk();
-        for (int first = 0; first < s.length(); first += KdaChunk.SIZE) {
-            chunk.forward(s, first, Math.min(KdaChunk.SIZE, s.length() - first), state, o, null);
-        }
+    /**
+     * What one head's training forward kept.
+     *
+     * @param starts {@code [chunks,K,V]} the state each chunk started from
+     * @param kept   each chunk's intermediates, or null when they are recomputed
+     */
+    record HeadTape(float[] starts, KdaChunk.Intermediates[] kept) {
     }
 
     @Override
-    void backwardHead(HeadSequence s, float[] h0, float[] dO, float[] dState, HeadGradients grads) {
+    Keep keepForBackward(KdaInputs in) {
+        long chunks = 0;
+        Segments seg = in.segments();
+        for (int n = 0; n < seg.count(); n++) {
+            chunks += chunks(seg.length(n));
+        }
+        long floats = chunks * in.valueHeads() * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim());
+        return floats <= keptFloatsPerCall ? Keep.INTERMEDIATES : Keep.STATES;
+    }
+
+    @Override
+    HeadTape forwardHead(HeadSequence s, float[] state, float[] o, Keep keep) {
+        KdaChunk chunk = chunkFor(s);
         int size = s.keyDim() * s.valueDim();
-        int chunks = (s.length() + KdaChunk.SIZE - 1) / KdaChunk.SIZE;
-        Scratch scratchOfThread = chunkFor(s);
-        KdaChunk chunk = scratchOfThread.chunk();
-        List<KdaChunk.Intermediates> kept = scratchOfThread.keep(chunks, keptFloatsPerThread);
-        float[] starts = new float[chunks * size];
-        float[] state = h0.clone();
+        int chunks = chunks(s.length());
+        float[] starts = keep == Keep.NOTHING ? null : new float[chunks * size];
+        KdaChunk.Intermediates[] kept = keep == Keep.INTERMEDIATES ? borrow(chunk, chunks) : null;
         for (int c = 0; c < chunks; c++) {
-            System.arraycopy(state, 0, starts, c * size, size);
-            int first = c * KdaChunk.SIZE;
-            chunk.forward(s, first, Math.min(KdaChunk.SIZE, s.length() - first), state, null,
-                    kept == null ? null : kept.get(c));
+            if (starts != null) {
+                System.arraycopy(state, 0, starts, c * size, size);
+            }
+            int offset = c * KdaChunk.SIZE;
+            chunk.forward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), state, o,
+                    kept == null ? null : kept[c]);
         }
+        return starts == null ? null : new HeadTape(starts, kept);
+    }
+
+    @Override
+    void backwardHead(HeadSequence s, float[] h0, HeadTape tape, float[] dO, float[] dState, HeadGradients grads) {
+        KdaChunk chunk = chunkFor(s);
+        int size = s.keyDim() * s.valueDim();
         float[] s0 = new float[size];
-        for (int c = chunks - 1; c >= 0; c--) {
-            System.arraycopy(starts, c * size, s0, 0, size);
-            int first = c * KdaChunk.SIZE;
-            chunk.backward(s, first, Math.min(KdaChunk.SIZE, s.length() - first), s0, dO, dState, grads,
-                    kept == null ? null : kept.get(c));
+        for (int c = chunks(s.length()) - 1; c >= 0; c--) {
+            System.arraycopy(tape.starts(), c * size, s0, 0, size);
+            int offset = c * KdaChunk.SIZE;
+            chunk.backward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), s0, dO, dState,
+                    grads, tape.kept() == null ? null : tape.kept()[c]);
+        }
+        if (tape.kept() != null) {
+            for (KdaChunk.Intermediates intermediates : tape.kept()) {
+                spare.add(intermediates);
+            }
         }
     }
 
-    private Scratch chunkFor(HeadSequence s) {
-        Scratch current = scratch.get();
-        if (current == null || !current.chunk().fits(s.keyDim(), s.valueDim())) {
-            current = new Scratch(new KdaChunk(s.keyDim(), s.valueDim()), new ArrayList<>(), s.keyDim(), s.valueDim());
+    private static int chunks(int length) {
+        return (length + KdaChunk.SIZE - 1) / KdaChunk.SIZE;
+    }
+
+    /** {@code chunks} intermediates that fit {@code chunk}'s dimensions, spare ones first. */
+    private KdaChunk.Intermediates[] borrow(KdaChunk chunk, int chunks) {
+        KdaChunk.Intermediates[] out = new KdaChunk.Intermediates[chunks];
+        for (int c = 0; c < chunks; c++) {
+            KdaChunk.Intermediates candidate = spare.poll();
+            // A spare of other dimensions (another layer shape) is dropped for the garbage collector.
+            while (candidate != null && !chunk.fits(candidate)) {
+                candidate = spare.poll();
+            }
+            out[c] = candidate != null ? candidate : chunk.newIntermediates();
+        }
+        return out;
+    }
+
+    private KdaChunk chunkFor(HeadSequence s) {
+        KdaChunk current = scratch.get();
+        if (current == null || !current.fits(s.keyDim(), s.valueDim())) {
+            current = new KdaChunk(s.keyDim(), s.valueDim());
             scratch.set(current);
         }
         return current;
-    }
-
-    /** One thread's chunk scratch and the intermediates it keeps, grown on demand up to the budget. */
-    private record Scratch(KdaChunk chunk, List<KdaChunk.Intermediates> pool, int keyDim, int valueDim) {
-
-        /** Storage for the intermediates of {@code chunks} chunks, or null when that exceeds the budget. */
-        List<KdaChunk.Intermediates> keep(int chunks, long budgetFloats) {
-            if (chunks * KdaChunk.Intermediates.floats(keyDim, valueDim) > budgetFloats) {
-                return null;
-            }
-            while (pool.size() < chunks) {
-                pool.add(chunk.newIntermediates());
-            }
-            return pool;
-        }
     }
 }

@@ -2,6 +2,7 @@ package io.kdapack.core.kda;
 
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -34,7 +35,6 @@ final class PairwiseDecay {
 
     private final int kd;
     private final float[] run;
-    private final float[] negatedRun;
     private final float[] rowDecay;
     private final float[] colDecay;
     private final float[] qRow;
@@ -49,7 +49,6 @@ final class PairwiseDecay {
     PairwiseDecay(int keyDim) {
         kd = keyDim;
         run = new float[kd];
-        negatedRun = new float[kd];
         rowDecay = new float[BLOCK * kd];
         colDecay = new float[SIZE * kd];
         qRow = new float[BLOCK * kd];
@@ -117,25 +116,55 @@ final class PairwiseDecay {
                 ChunkMath.matmul(false, b, kd, cols, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
                 ChunkMath.matmul(true, cols, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
                 ChunkMath.matmul(true, cols, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
-                for (int r = 0; r < b; r++) {
-                    int row = (first + a + r) * kd;
-                    for (int i = 0; i < kd; i++) {
-                        float dxq = dqRow[r * kd + i] * rowDecay[r * kd + i];
-                        float dxk = dkRow[r * kd + i] * rowDecay[r * kd + i];
-                        dq[row + i] += dxq;
-                        dk[row + i] += dxk;
-                        dGamma[(a + r) * kd + i] += q[row + i] * dxq + k[row + i] * dxk;
-                    }
-                }
-                for (int c = 0; c < cols; c++) {
-                    int col = (first + c) * kd;
-                    for (int i = 0; i < kd; i++) {
-                        float dy = dkCol[c * kd + i] * colDecay[c * kd + i];
-                        dk[col + i] += dy;
-                        dGamma[c * kd + i] -= k[col + i] * dy;
-                    }
-                }
+                rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
+                columnsBackward(cols * kd, k, first * kd, dk, dGamma);
             }
+        }
+    }
+
+    /**
+     * The block rows' share, flat over their {@code n = b·K} contiguous entries: {@code dx = dx̃ ⊙ rowDecay}
+     * added to dq and dk, {@code dΓ += q ⊙ dx_q + k ⊙ dx_k}.
+     */
+    private void rowsBackward(int n, float[] q, float[] k, int row, float[] dq, float[] dk, float[] dGamma,
+                              int gammaRow) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+            FloatVector decay = FloatVector.fromArray(SPECIES, rowDecay, i);
+            FloatVector dxq = FloatVector.fromArray(SPECIES, dqRow, i).mul(decay);
+            FloatVector dxk = FloatVector.fromArray(SPECIES, dkRow, i).mul(decay);
+            dxq.add(FloatVector.fromArray(SPECIES, dq, row + i)).intoArray(dq, row + i);
+            dxk.add(FloatVector.fromArray(SPECIES, dk, row + i)).intoArray(dk, row + i);
+            FloatVector.fromArray(SPECIES, q, row + i).mul(dxq)
+                    .add(FloatVector.fromArray(SPECIES, k, row + i).mul(dxk))
+                    .add(FloatVector.fromArray(SPECIES, dGamma, gammaRow + i))
+                    .intoArray(dGamma, gammaRow + i);
+        }
+        for (; i < n; i++) {
+            float dxq = dqRow[i] * rowDecay[i];
+            float dxk = dkRow[i] * rowDecay[i];
+            dq[row + i] += dxq;
+            dk[row + i] += dxk;
+            dGamma[gammaRow + i] += q[row + i] * dxq + k[row + i] * dxk;
+        }
+    }
+
+    /**
+     * The columns' share, flat over their {@code n = cols·K} contiguous entries from the chunk start:
+     * {@code dy = dỹ ⊙ colDecay} added to dk, {@code dΓ −= k ⊙ dy}.
+     */
+    private void columnsBackward(int n, float[] k, int row, float[] dk, float[] dGamma) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+            FloatVector dy = FloatVector.fromArray(SPECIES, dkCol, i).mul(FloatVector.fromArray(SPECIES, colDecay, i));
+            dy.add(FloatVector.fromArray(SPECIES, dk, row + i)).intoArray(dk, row + i);
+            FloatVector.fromArray(SPECIES, k, row + i).neg().fma(dy, FloatVector.fromArray(SPECIES, dGamma, i))
+                    .intoArray(dGamma, i);
+        }
+        for (; i < n; i++) {
+            float dy = dkCol[i] * colDecay[i];
+            dk[row + i] += dy;
+            dGamma[i] -= k[row + i] * dy;
         }
     }
 
@@ -152,38 +181,77 @@ final class PairwiseDecay {
         boolean factored = true;
         for (int r = 0; r < b; r++) {
             int row = (first + a + r) * kd;
-            if (r > 0) {
-                ChunkMath.axpy(kd, 1f, g, row, run, 0);
-            }
-            ChunkMath.exp(kd, run, 0, rowDecay, r * kd);
-            ChunkMath.multiply(kd, q, row, rowDecay, r * kd, qRow, r * kd);
-            ChunkMath.multiply(kd, k, row, rowDecay, r * kd, kRow, r * kd);
-            factored = factored && withinFactorRange(run);
+            boolean inRange = rowFactors(q, k, r > 0 ? g : null, row, r * kd);
+            factored = factored && inRange;
             if (factored) {
-                for (int i = 0; i < kd; i++) {
-                    negatedRun[i] = -run[i];
-                }
-                ChunkMath.exp(kd, negatedRun, 0, colDecay, (a + r) * kd);
-                ChunkMath.multiply(kd, k, row, colDecay, (a + r) * kd, kCol, (a + r) * kd);
+                columnFactors(k, null, row, (a + r) * kd, true);
             }
         }
         Arrays.fill(run, 0f);
         for (int c = a - 1; c >= 0; c--) {
-            ChunkMath.axpy(kd, 1f, g, (first + c + 1) * kd, run, 0);
-            ChunkMath.exp(kd, run, 0, colDecay, c * kd);
-            ChunkMath.multiply(kd, k, (first + c) * kd, colDecay, c * kd, kCol, c * kd);
+            columnFactors(k, g, (first + c) * kd, c * kd, false);
         }
         return factored;
     }
 
-    /** Whether every entry of {@code run} lies in {@code [−FACTOR_RANGE, FACTOR_RANGE]} (false for NaN). */
-    private boolean withinFactorRange(float[] run) {
-        for (int i = 0; i < kd; i++) {
-            if (!(Math.abs(run[i]) <= FACTOR_RANGE)) {
-                return false;
+    /**
+     * One row of the block in one pass: {@code run += g[gRow …]} (unless g is null), {@code rowDecay = exp(run)},
+     * {@code qRow}, {@code kRow} the row times it. Returns whether every {@code |run|} is within
+     * {@link #FACTOR_RANGE} (false for NaN).
+     */
+    private boolean rowFactors(float[] q, float[] k, float[] g, int row, int at) {
+        boolean inRange = true;
+        int i = 0;
+        for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+            FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
+            if (g != null) {
+                runV = runV.add(FloatVector.fromArray(SPECIES, g, row + i));
+                runV.intoArray(run, i);
             }
+            FloatVector decay = ChunkMath.exp(runV);
+            decay.intoArray(rowDecay, at + i);
+            FloatVector.fromArray(SPECIES, q, row + i).mul(decay).intoArray(qRow, at + i);
+            FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kRow, at + i);
+            inRange &= runV.abs().compare(VectorOperators.LE, FACTOR_RANGE).allTrue();
         }
-        return true;
+        for (; i < kd; i++) {
+            if (g != null) {
+                run[i] += g[row + i];
+            }
+            float decay = (float) Math.exp(run[i]);
+            rowDecay[at + i] = decay;
+            qRow[at + i] = q[row + i] * decay;
+            kRow[at + i] = k[row + i] * decay;
+            inRange &= Math.abs(run[i]) <= FACTOR_RANGE;
+        }
+        return inRange;
+    }
+
+    /**
+     * One column in one pass: {@code colDecay = exp(±run)} ({@code −run} when {@code negate}), after
+     * {@code run += g[row + K …]} when g is given (the gate of the next row, walking columns backwards), and
+     * {@code kCol} the column's k times it.
+     */
+    private void columnFactors(float[] k, float[] g, int row, int at, boolean negate) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+            FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
+            if (g != null) {
+                runV = runV.add(FloatVector.fromArray(SPECIES, g, row + kd + i));
+                runV.intoArray(run, i);
+            }
+            FloatVector decay = ChunkMath.exp(negate ? runV.neg() : runV);
+            decay.intoArray(colDecay, at + i);
+            FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kCol, at + i);
+        }
+        for (; i < kd; i++) {
+            if (g != null) {
+                run[i] += g[row + kd + i];
+            }
+            float decay = (float) Math.exp(negate ? -run[i] : run[i]);
+            colDecay[at + i] = decay;
+            kCol[at + i] = k[row + i] * decay;
+        }
     }
 
     /** Row r of the diagonal block at a: the decay summed from r down to each column c ≥ a. */

@@ -5,6 +5,7 @@ import io.kdapack.core.conv.Activation;
 import io.kdapack.core.kda.KdaBackend;
 import io.kdapack.core.kda.KdaInputs;
 import io.kdapack.core.kda.KdaOptions;
+import io.kdapack.core.kda.KdaTape;
 import io.kdapack.core.kda.Segments;
 import io.kdapack.core.nn.GatedRmsNorm;
 import io.kdapack.core.nn.Layer;
@@ -62,7 +63,7 @@ public final class KimiDeltaAttention implements Layer {
     /** What backward needs: every sub-layer's saved state and the op inputs. */
     public record Saved(Linear.Saved q, Linear.Saved k, Linear.Saved v, ShortConvolution.Saved qConv,
                         ShortConvolution.Saved kConv, ShortConvolution.Saved vConv, Linear.Saved f0, Linear.Saved f1,
-                        Linear.Saved beta, KdaInputs kda, Linear.Saved g0, Linear.Saved g1, GatedRmsNorm.Saved norm,
+                        Linear.Saved beta, KdaTape kda, Linear.Saved g0, Linear.Saved g1, GatedRmsNorm.Saved norm,
                         Linear.Saved out) {
         /** {@code y [T,d]}. */
         public float[] output() {
@@ -149,19 +150,20 @@ public final class KimiDeltaAttention implements Layer {
         Linear.Saved beta = bProj.forward(x, tokens);
         KdaInputs inputs = new KdaInputs(segments, heads, valueHeads, headDim, headDim, qc.output(), kc.output(),
                 vc.output(), f1.output(), beta.output(), aLog.values(), dtBias.values(), null);
-        float[] o = backend.forward(inputs, options).o();
+        KdaTape kda = backend.forwardForBackward(inputs, options);
+        float[] o = kda.result().o();
         Linear.Saved g0 = gProj0.forward(x, tokens);
         Linear.Saved g1 = gProj1.forward(g0.output(), tokens);
         GatedRmsNorm.Saved norm = oNorm.forward(o, g1.output(), tokens);
         Linear.Saved out = oProj.forward(norm.output(), tokens);
-        return new Saved(q, k, v, qc, kc, vc, f0, f1, beta, inputs, g0, g1, norm, out);
+        return new Saved(q, k, v, qc, kc, vc, f0, f1, beta, kda, g0, g1, norm, out);
     }
 
     /** Returns {@code dx [T,d]} and adds every parameter's gradient. */
     public float[] backward(Saved saved, float[] dy) {
         GatedRmsNorm.Gradients normGrads = oNorm.backward(saved.norm(), oProj.backward(saved.out(), dy));
         float[] dx = gProj0.backward(saved.g0(), gProj1.backward(saved.g1(), normGrads.dgate()));
-        KdaBackend.KdaGradients op = backend.backward(saved.kda(), options, normGrads.dx(), null);
+        KdaBackend.KdaGradients op = backend.backward(saved.kda(), normGrads.dx(), null);
         Parallel.addInto(aLog.grads(), op.dALog());
         Parallel.addInto(dtBias.grads(), op.dDtBias());
         Parallel.addInto(dx, qProj.backward(saved.q(), qConv.backward(saved.qConv(), op.dq())));

@@ -1,0 +1,63 @@
+package io.kdapack.core.kda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** The training pair forwardForBackward / backward(tape) against the plain forward and backward. */
+class KdaTapeTest {
+
+    private static final KdaOptions OPTIONS = KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f);
+
+    @Test
+    void tapeGivesTheSameResultsBitForBitOnRecycledBuffers() {
+        RandomKda.Problem small = RandomKda.packed(5, new int[] {3, 64, 0, 65}, 2, 4, 16, 8, OPTIONS, true, 0);
+        RandomKda.Problem large = RandomKda.packed(6, new int[] {200, 1, 129, 7}, 2, 4, 16, 8, OPTIONS, true, 0);
+        KdaChunked training = new KdaChunked(2);
+        // small, large, small: the later steps run on buffers and intermediates recycled, with their old
+        // contents, from the earlier ones; the reference is a fresh backend each time.
+        for (RandomKda.Problem p : new RandomKda.Problem[] {small, large, small}) {
+            KdaChunked reference = new KdaChunked(2);
+            KdaBackend.KdaResult expected = reference.forward(p.inputs(), OPTIONS);
+            KdaBackend.KdaGradients expectedGrads = reference.backward(p.inputs(), OPTIONS, p.dO(), p.dHt());
+            KdaTape tape = training.forwardForBackward(p.inputs(), OPTIONS);
+            assertArrayEquals(expected.o(), tape.result().o(), "o");
+            assertArrayEquals(expected.ht(), tape.result().ht(), "ht");
+            assertSameGradients(expectedGrads, training.backward(tape, p.dO(), p.dHt()));
+        }
+    }
+
+    @Test
+    void secondBackwardThroughATapeIsRefused() {
+        RandomKda.Problem p = RandomKda.packed(7, new int[] {10, 70}, 1, 1, 8, 8, OPTIONS, false, 0);
+        KdaChunked backend = new KdaChunked(1);
+        KdaTape tape = backend.forwardForBackward(p.inputs(), OPTIONS);
+        backend.backward(tape, p.dO(), p.dHt());
+        var e = assertThrows(IllegalStateException.class, () -> backend.backward(tape, p.dO(), p.dHt()));
+        assertTrue(e.getMessage().contains("already"), e.getMessage());
+    }
+
+    @Test
+    void tapeOfAnotherBackendIsRecomputed() {
+        RandomKda.Problem p = RandomKda.packed(8, new int[] {33, 5}, 1, 2, 8, 4, OPTIONS, true, 0);
+        KdaChunked chunked = new KdaChunked(1);
+        KdaTape foreign = new KdaRecurrent(1).forwardForBackward(p.inputs(), OPTIONS);
+        assertSame(p.inputs(), foreign.inputs());
+        assertSameGradients(chunked.backward(p.inputs(), OPTIONS, p.dO(), p.dHt()),
+                chunked.backward(foreign, p.dO(), p.dHt()));
+    }
+
+    private static void assertSameGradients(KdaBackend.KdaGradients expected, KdaBackend.KdaGradients actual) {
+        assertArrayEquals(expected.dq(), actual.dq(), "dq");
+        assertArrayEquals(expected.dk(), actual.dk(), "dk");
+        assertArrayEquals(expected.dv(), actual.dv(), "dv");
+        assertArrayEquals(expected.dg(), actual.dg(), "dg");
+        assertArrayEquals(expected.dBeta(), actual.dBeta(), "dbeta");
+        assertArrayEquals(expected.dH0(), actual.dH0(), "dh0");
+        assertArrayEquals(expected.dALog(), actual.dALog(), "dA_log");
+        assertArrayEquals(expected.dDtBias(), actual.dDtBias(), "ddt_bias");
+    }
+}
