@@ -177,8 +177,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         long step = status.step() + 1;
         stepStartNanos = System.nanoTime();
         int microBatches = plan.microBatchesPerStep();
-        model.tell(new Model.RunStep(step, (step - 1) * microBatches, microBatches, plan.totalSteps() * microBatches,
-                segmenter, loss));
+        model.tell(new Model.RunStep(step, (step - 1) * microBatches, microBatches, segmenter, loss));
         timers.startSingleTimer(STEP_TIMER, new Timeout("step " + step + " did not complete within " + settings.stepTimeout()),
                 settings.stepTimeout());
         return this;

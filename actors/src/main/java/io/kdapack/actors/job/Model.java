@@ -9,9 +9,8 @@ import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.SortedMap;
-import java.util.TreeMap;
 import java.util.Queue;
 import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -27,13 +26,11 @@ import org.apache.pekko.pattern.StatusReply;
  * Model stage: owns the job's {@link StepCompute} (weights, gradients, optimizer, checkpoints). Spawn it on
  * the pinned compute dispatcher so that every compute call, creation and close included, runs on one thread.
  *
- * <p>For a {@link RunStep} it hands the step's M micro-batches, pulled from the segmenter, to one
+ * <p>For a {@link RunStep} it pulls the step's M micro-batches one by one from the segmenter (work pulling:
+ * it asks for the next only when it has taken the previous one), hands all M to one
  * {@link StepCompute#forwardBackward} call (a step's loss weights may depend on all its loss masks, so the
- * micro-batches travel together instead of being read a second time) and the M losses to the loss actor. Work
- * pulling, one step ahead: when a step's passes are done it already asks for the next step's micro-batches (never past
- * the job's last one), so that they are in its mailbox when the next {@link RunStep} comes instead of costing round
- * trips between the steps; it holds at most one step's micro-batches at a time. A micro-batch that does not arrive within the
- * pull timeout fails the stage. {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so
+ * micro-batches travel together instead of being read a second time) and the M losses to the loss actor. A
+ * micro-batch that does not arrive within the pull timeout, or one out of order, fails the stage. {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so
  * they never come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later
  * ones are refused as busy.
  */
@@ -49,12 +46,9 @@ public final class Model extends AbstractBehavior<Model.Command> {
     public record Restored(long step) {
     }
 
-    /**
-     * Run forward/backward on micro-batches {@code firstIndex …} {@code firstIndex + microBatches − 1}; the job's
-     * micro-batches end before {@code endIndex} (none is pulled from there on).
-     */
-    public record RunStep(long step, long firstIndex, int microBatches, long endIndex,
-                          ActorRef<Segmenter.Command> segmenter, ActorRef<Loss.Command> loss) implements Command {
+    /** Run forward/backward on micro-batches {@code firstIndex …} {@code firstIndex + microBatches − 1}. */
+    public record RunStep(long step, long firstIndex, int microBatches, ActorRef<Segmenter.Command> segmenter,
+                          ActorRef<Loss.Command> loss) implements Command {
     }
 
     /** Apply the optimizer to the accumulated gradients of {@code loss.step()}. */
@@ -83,10 +77,8 @@ public final class Model extends AbstractBehavior<Model.Command> {
     private final Duration pullTimeout;
     private StepCompute compute;
     private RunStep current;
-    /** Micro-batches delivered and not yet computed, by global index (replies of concurrent pulls may cross). */
-    private final SortedMap<Long, MicroBatch> pulled = new TreeMap<>();
-    /** The index the next pull will deliver: pulls are answered in index order. */
-    private long nextPullIndex = -1;
+    /** The micro-batches of {@link #current} pulled so far, in index order. */
+    private final List<MicroBatch> stepBatches = new ArrayList<>();
     /** True from a {@link RunStep} until its {@link ApplyOptimizer}: gradients are partly accumulated. */
     private boolean inStep;
     private final Queue<Evaluate> waitingEvaluations = new ArrayDeque<>();
@@ -119,68 +111,49 @@ public final class Model extends AbstractBehavior<Model.Command> {
         return this;
     }
 
-    private Behavior<Command> onRunStep(RunStep step) throws Exception {
+    private Behavior<Command> onRunStep(RunStep step) {
         if (current != null) {
             throw new IllegalStateException("step " + step.step() + " requested while step " + current.step() + " runs");
         }
-        if (nextPullIndex < 0) {
-            nextPullIndex = step.firstIndex();
-        }
         current = step;
+        stepBatches.clear();
         inStep = true;
-        pullUpTo(step.firstIndex() + step.microBatches());
-        return computeIfComplete();
+        pullNext();
+        return this;
     }
 
-    /** Asks for every micro-batch before {@code end} (and before the job's end) not yet asked for. */
-    private void pullUpTo(long end) {
+    private void pullNext() {
         long step = current.step();
-        for (long last = Math.min(end, current.endIndex()); nextPullIndex < last; nextPullIndex++) {
-            getContext().ask(Segmenter.Delivered.class, current.segmenter(), pullTimeout, Segmenter.Pull::new,
-                    (delivered, failure) -> new Pulled(delivered, failure == null ? null
-                            : new TimeoutException("no micro-batch from the loader/segmenter within " + pullTimeout
-                                    + " (step " + step + "): " + failure.getMessage())));
-        }
+        getContext().ask(Segmenter.Delivered.class, current.segmenter(), pullTimeout, Segmenter.Pull::new,
+                (delivered, failure) -> new Pulled(delivered, failure == null ? null
+                        : new TimeoutException("no micro-batch from the loader/segmenter within " + pullTimeout
+                                + " (step " + step + "): " + failure.getMessage())));
     }
 
-    private Behavior<Command> onPulled(Pulled delivery) throws Exception {
-        if (delivery.failure() != null) {
-            throw (Exception) delivery.failure();
+    private Behavior<Command> onPulled(Pulled pulled) throws Exception {
+        if (pulled.failure() != null) {
+            throw (Exception) pulled.failure();
         }
-        long index = delivery.delivered().index();
-        if (index >= nextPullIndex || pulled.put(index, delivery.delivered().batch()) != null) {
-            throw new IllegalStateException("micro-batch " + index + " arrived unasked for (next asked: "
-                    + nextPullIndex + ")");
+        long expected = current.firstIndex() + stepBatches.size();
+        if (pulled.delivered().index() != expected) {
+            throw new IllegalStateException("micro-batch " + pulled.delivered().index() + " arrived, expected " + expected);
         }
-        return computeIfComplete();
-    }
-
-    /** Runs the current step once all its micro-batches are here, then asks for the next step's. */
-    private Behavior<Command> computeIfComplete() throws Exception {
-        if (current == null) {
+        stepBatches.add(pulled.delivered().batch());
+        if (stepBatches.size() < current.microBatches()) {
+            pullNext();
             return this;
         }
-        long first = current.firstIndex();
-        int m = current.microBatches();
-        if (!pulled.isEmpty() && pulled.firstKey() < first) {
-            throw new IllegalStateException("micro-batch " + pulled.firstKey() + " arrived, expected " + first);
+        List<MicroBatchLoss> losses = compute.forwardBackward(List.copyOf(stepBatches));
+        if (losses.size() != current.microBatches()) {
+            throw new IllegalStateException("forwardBackward returned " + losses.size() + " losses for "
+                    + current.microBatches() + " micro-batches");
         }
-        SortedMap<Long, MicroBatch> step = pulled.headMap(first + m);
-        if (step.size() < m) {
-            return this;
+        for (int m = 0; m < losses.size(); m++) {
+            MicroBatch batch = stepBatches.get(m);
+            current.loss().tell(new Loss.Accumulate(current.step(), current.microBatches(), losses.get(m), batch.size(),
+                    batch.segmentCount()));
         }
-        List<MicroBatch> stepBatches = List.copyOf(step.values());
-        step.clear();
-        List<MicroBatchLoss> losses = compute.forwardBackward(stepBatches);
-        if (losses.size() != m) {
-            throw new IllegalStateException("forwardBackward returned " + losses.size() + " losses for " + m
-                    + " micro-batches");
-        }
-        for (int i = 0; i < m; i++) {
-            MicroBatch batch = stepBatches.get(i);
-            current.loss().tell(new Loss.Accumulate(current.step(), m, losses.get(i), batch.size(), batch.segmentCount()));
-        }
-        pullUpTo(first + 2L * m);
+        stepBatches.clear();
         current = null;
         return this;
     }
