@@ -70,31 +70,15 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
                         float[] beta) {
     }
 
-    /**
-     * Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks; a task zeroes its
-     * sequence's rows ({@link #clear}) before it accumulates into them.
-     */
+    /** Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks. */
     record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
-
-        /** Zeroes the rows of sequence {@code s}. */
-        void clear(HeadSequence s) {
-            int kd = s.keyDim();
-            int vd = s.valueDim();
-            int first = s.row0();
-            int end = first + s.length();
-            Arrays.fill(dq, first * kd, end * kd, 0f);
-            Arrays.fill(dk, first * kd, end * kd, 0f);
-            Arrays.fill(dg, first * kd, end * kd, 0f);
-            Arrays.fill(dv, first * vd, end * vd, 0f);
-            Arrays.fill(dBeta, first, end, 0f);
-        }
     }
 
     /**
      * Runs one head forward.
      *
      * @param state {@code [K,V]} the initial state on entry, the final state on return
-     * @param o     {@code [HV·T,V]} outputs, this sequence's rows to fill (zero on entry)
+     * @param o     {@code [HV·T,V]} outputs, this sequence's rows to write (they hold stale values on entry)
      * @param keep  what to keep for {@link #backwardHead}
      * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
@@ -107,7 +91,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
      * @param kept   what {@link #forwardHead} kept for this head
      * @param dO     {@code [HV·T,V]} upstream gradient of the outputs
      * @param dState {@code [K,V]} the gradient of the final state on entry, of the initial state on return
-     * @param grads  gradients to fill in this sequence's rows (zero on entry)
+     * @param grads  gradients to write in this sequence's rows (they hold stale values on entry)
      */
     abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dState, HeadGradients grads);
 
@@ -156,9 +140,8 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
             int vh = task % hv;
             float[] dState = dHt == null ? new float[stateSize]
                     : Arrays.copyOfRange(dHt, task * stateSize, (task + 1) * stateSize);
-            HeadSequence s = sequence(in, recorded.prepared, n, vh);
-            grads.clear(s);
-            backwardHead(s, initialState(in, n, vh), kept(recorded, task), dOHeads, dState, grads);
+            backwardHead(sequence(in, recorded.prepared, n, vh), initialState(in, n, vh), kept(recorded, task),
+                    dOHeads, dState, grads);
             recorded.heads[task] = null;
             if (dH0 != null) {
                 System.arraycopy(dState, 0, dH0, task * stateSize, stateSize);
@@ -187,9 +170,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
             int n = task / hv;
             int vh = task % hv;
             float[] state = initialState(in, n, vh);
-            HeadSequence s = sequence(in, p, n, vh);
-            Arrays.fill(oHeads, s.row0() * vd, (s.row0() + s.length()) * vd, 0f); // the kernels add into o
-            H kept = forwardHead(s, state, oHeads, keep);
+            H kept = forwardHead(sequence(in, p, n, vh), state, oHeads, keep);
             if (heads != null) {
                 heads[task] = kept;
             }

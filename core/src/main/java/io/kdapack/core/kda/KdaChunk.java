@@ -1,6 +1,5 @@
 package io.kdapack.core.kda;
 
-import static io.kdapack.core.kda.ChunkMath.Structure.FULL;
 import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_A;
 import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_C;
 import static io.kdapack.core.kda.ChunkMath.Structure.UPPER_A;
@@ -61,6 +60,7 @@ final class KdaChunk {
     private final float[] vb;
     private final float[] transposed;
     private final float[] s0Transposed;
+    private final float[] dStateTransposed;
     private final float[] blockRows;
     private final double[] suffixSum;
 
@@ -86,6 +86,7 @@ final class KdaChunk {
         vb = new float[SIZE * vd];
         transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
         s0Transposed = new float[kd * vd];
+        dStateTransposed = new float[kd * vd];
         blockRows = new float[INVERSE_BLOCK * SIZE];
         suffixSum = new double[kd];
     }
@@ -106,7 +107,7 @@ final class KdaChunk {
     }
 
     /**
-     * Forward of the chunk of {@code len} tokens starting at row {@code first} of {@code s}'s tensors: adds
+     * Forward of the chunk of {@code len} tokens starting at row {@code first} of {@code s}'s tensors: writes
      * the outputs to the same rows of {@code o [HV·T,V]} (unless null) and advances {@code state [K,V]} in
      * place. The forward intermediates go to {@code keep} when given, for a later {@link #backward} of the
      * same chunk.
@@ -117,7 +118,7 @@ final class KdaChunk {
         prepare(s, first, len, state);
         if (o != null) {
             // O = Qg S + Aqk V' (Aqk is zero above the diagonal)
-            ChunkMath.matmul(false, len, vd, kd, 1f, p.qg, 0, kd, state, 0, vd, 1f, o, first * vd, vd);
+            ChunkMath.matmul(false, len, vd, kd, 1f, p.qg, 0, kd, state, 0, vd, 0f, o, first * vd, vd);
             ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 1f, o, first * vd, vd);
         }
         // S ← diag(e) S + Kdᵀ V'
@@ -145,19 +146,25 @@ final class KdaChunk {
             prepare(s, first, len, s0);
         }
         int dOff = first * vd;
+        // dq and dk collect several terms below; dv, dβ and dg are written once.
+        Arrays.fill(grads.dq(), first * kd, (first + len) * kd, 0f);
+        Arrays.fill(grads.dk(), first * kd, (first + len) * kd, 0f);
         // Through S1 = diag(e) S0 + Kdᵀ V'.
         ChunkMath.matmul(false, len, vd, kd, 1f, p.kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
-        ChunkMath.matmulTransB(FULL, len, kd, vd, 1f, p.vNew, 0, vd, dState, 0, vd, 0f, dKDecayed, 0, kd, transposed);
-        int lastRow = (len - 1) * kd;
+        ChunkMath.transpose(kd, vd, dState, 0, vd, dStateTransposed);
+        ChunkMath.transpose(kd, vd, s0, 0, vd, s0Transposed);
+        ChunkMath.matmul(false, len, kd, vd, 1f, p.vNew, 0, vd, dStateTransposed, 0, kd, 0f, dKDecayed, 0, kd);
+        // dΓ_last = e ⊙ Σ_j S0[:,j] ⊙ dS[:,j], summed along j over the transposed states (no lane sums).
+        Arrays.fill(run, 0f);
+        for (int j = 0; j < vd; j++) {
+            multiplyAdd(kd, s0Transposed, j * kd, dStateTransposed, j * kd, run, 0);
+        }
         Arrays.fill(dGamma, 0, len * kd, 0f);
+        multiply(kd, p.expLast, 0, run, 0, dGamma, (len - 1) * kd);
         for (int i = 0; i < kd; i++) {
-            dGamma[lastRow + i] += p.expLast[i] * dot(vd, s0, i * vd, dState, i * vd);
-            for (int j = 0; j < vd; j++) {
-                dS0[i * vd + j] = p.expLast[i] * dState[i * vd + j];
-            }
+            scale(vd, p.expLast[i], dState, i * vd, dS0, i * vd);
         }
         // Through O = Qg S0 + Aqk V'.
-        ChunkMath.transpose(kd, vd, s0, 0, vd, s0Transposed);
         ChunkMath.matmul(false, len, kd, vd, 1f, dO, dOff, vd, s0Transposed, 0, kd, 0f, dQg, 0, kd);
         ChunkMath.matmul(true, kd, vd, len, 1f, p.qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
         // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.

@@ -37,6 +37,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
     @Override
     Void forwardHead(HeadSequence s, float[] state, float[] o, Keep keep) {
         float[] w = new float[s.valueDim()];
+        Arrays.fill(o, s.row0() * s.valueDim(), (s.row0() + s.length()) * s.valueDim(), 0f); // output() adds into o
         for (int t = s.row0(); t < s.row0() + s.length(); t++) {
             step(s, t, state, 0, w);
             output(s, t, state, o);
