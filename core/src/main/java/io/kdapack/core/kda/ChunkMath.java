@@ -228,6 +228,15 @@ final class ChunkMath {
         }
     }
 
+    /**
+     * {@code n} rounded up to a whole number of 2-vector column tiles, at most {@code limit}: the width to
+     * compute when the columns past {@code n} may take any value (never read, and backed by storage), so
+     * that no column falls to the scalar tail.
+     */
+    static int paddedWidth(int n, int limit) {
+        return Math.min(limit, (n + 2 * LANES - 1) / (2 * LANES) * (2 * LANES));
+    }
+
     /** The dense product: {@code matmul(Structure.FULL, …)}. */
     static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b,
                        int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {

@@ -168,7 +168,10 @@ final class KdaChunk {
         ChunkMath.matmul(false, len, kd, vd, 1f, dO, dOff, vd, s0Transposed, 0, kd, 0f, dQg, 0, kd);
         ChunkMath.matmul(true, kd, vd, len, 1f, p.qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
         // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
-        ChunkMath.matmulTransB(LOWER_C, len, len, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
+        // The lower-triangular results are computed over whole column tiles (`width`): their columns past len
+        // come from the stale rows past len of V', U, W and are never read.
+        int width = ChunkMath.paddedWidth(len, SIZE);
+        ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
         ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through V' = U − W S0.
         ChunkMath.matmul(false, len, kd, vd, -1f, dVNew, 0, vd, s0Transposed, 0, kd, 0f, dW, 0, kd);
@@ -177,8 +180,8 @@ final class KdaChunk {
         ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
         ChunkMath.matmul(UPPER_A, true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
         // dA (only c < r is read).
-        ChunkMath.matmulTransB(LOWER_C, len, len, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
-        ChunkMath.matmulTransB(LOWER_C, len, len, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, width, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, width, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             grads.dBeta()[first + r] = dot(vd, s.v(), (first + r) * vd, dVb, r * vd)

@@ -76,9 +76,12 @@ final class PairwiseDecay {
             }
             int cols = factored ? a + b : a;
             if (cols > 0) {
-                ChunkMath.transpose(cols, kd, kCol, 0, kd, transposed);
-                ChunkMath.matmul(false, b, cols, kd, 1f, qRow, 0, kd, transposed, 0, cols, 0f, aQK, a * SIZE, SIZE);
-                ChunkMath.matmul(false, b, cols, kd, 1f, kRow, 0, kd, transposed, 0, cols, 0f, pKK, a * SIZE, SIZE);
+                // Whole column tiles: the columns past cols (stale rows of kCol) land above the diagonal, where
+                // aQK and P are zeroed or never read.
+                int width = ChunkMath.paddedWidth(cols, SIZE);
+                ChunkMath.transpose(width, kd, kCol, 0, kd, transposed);
+                ChunkMath.matmul(false, b, width, kd, 1f, qRow, 0, kd, transposed, 0, width, 0f, aQK, a * SIZE, SIZE);
+                ChunkMath.matmul(false, b, width, kd, 1f, kRow, 0, kd, transposed, 0, width, 0f, pKK, a * SIZE, SIZE);
             }
             if (factored) {
                 for (int r = a; r < a + b; r++) {
