@@ -1,12 +1,12 @@
 package io.kdapack.api.eval;
 
 import io.kdapack.config.ModelConfig;
+import io.kdapack.core.bench.InterleavedTiming;
 import io.kdapack.core.kda.KdaChunked;
 import io.kdapack.core.model.HybridModel;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.training.MicroBatchAssembler;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
@@ -16,7 +16,8 @@ import java.util.concurrent.ForkJoinPool;
  * Training-step throughput of the hybrid model on the CPU ({@code kdapack bench model}): forward and forward+backward
  * of one packed micro-batch of random documents, with 1 thread and with {@code threads}, and the same step without
  * document isolation (its cost should be the same: isolation only moves where states restart). Each figure is the
- * median of several runs after warm-up runs, all in one process.
+ * median of several runs after warm-up runs, all in one process, the four measurements taking turns run by run
+ * ({@link InterleavedTiming}).
  */
 public final class ModelBenchmark {
 
@@ -55,49 +56,55 @@ public final class ModelBenchmark {
         out.put("documents", batch.segmentCount());
         out.put("threads", c.threads());
 
-        double[] one = time(c, batch, weights, 1, true);
-        double[] many = time(c, batch, weights, c.threads(), true);
-        double[] leaky = time(c, batch, weights, c.threads(), false);
-        out.put("forward_ms", many[0] * 1e3);
-        out.put("forward_backward_ms", many[1] * 1e3);
-        out.put("tokens_per_s", tokens / many[1]);
-        out.put("tokens_per_s_1_thread", tokens / one[1]);
-        out.put("thread_speedup", one[1] / many[1]);
-        out.put("no_isolation_forward_backward_ms", leaky[1] * 1e3);
-        out.put("isolation_cost_ratio", many[1] / leaky[1]);
+        Step one = new Step(c, batch, weights, 1, true);
+        Step many = new Step(c, batch, weights, c.threads(), true);
+        Step leaky = new Step(c, batch, weights, c.threads(), false);
+        try {
+            double[] t = InterleavedTiming.medians(c.warmUp(), c.repeats(), many::forward, many::step, one::step,
+                    leaky::step);
+            out.put("forward_ms", t[0] * 1e3);
+            out.put("forward_backward_ms", t[1] * 1e3);
+            out.put("tokens_per_s", tokens / t[1]);
+            out.put("tokens_per_s_1_thread", tokens / t[2]);
+            out.put("thread_speedup", t[2] / t[1]);
+            out.put("no_isolation_forward_backward_ms", t[3] * 1e3);
+            out.put("isolation_cost_ratio", t[1] / t[3]);
+        } finally {
+            one.close();
+            many.close();
+            leaky.close();
+        }
         return out;
     }
 
-    /** Median seconds of {forward, forward+backward} with {@code threads} threads everywhere. */
-    private static double[] time(Config c, MicroBatch batch, LanguageModel.LossWeights weights, int threads,
-                                 boolean isolation) {
-        HybridModel model = new HybridModel(c.model(), new KdaChunked(threads), isolation);
-        model.initialize(1);
-        ForkJoinPool pool = new ForkJoinPool(threads);
-        try {
-            double forward = median(c, () -> pool.submit(() -> model.run(batch, null)).join());
-            double step = median(c, () -> {
-                model.parameters().forEach(p -> p.zeroGrad());
-                pool.submit(() -> model.run(batch, weights)).join();
-            });
-            return new double[] {forward, step};
-        } finally {
+    /** A model with {@code threads} threads everywhere, timed on the batch: forward, or forward and backward. */
+    private static final class Step implements AutoCloseable {
+        private final HybridModel model;
+        private final ForkJoinPool pool;
+        private final MicroBatch batch;
+        private final LanguageModel.LossWeights weights;
+
+        Step(Config c, MicroBatch batch, LanguageModel.LossWeights weights, int threads, boolean isolation) {
+            this.model = new HybridModel(c.model(), new KdaChunked(threads), isolation);
+            this.model.initialize(1);
+            this.pool = new ForkJoinPool(threads);
+            this.batch = batch;
+            this.weights = weights;
+        }
+
+        void forward() {
+            pool.submit(() -> model.run(batch, null)).join();
+        }
+
+        void step() {
+            model.parameters().forEach(p -> p.zeroGrad());
+            pool.submit(() -> model.run(batch, weights)).join();
+        }
+
+        @Override
+        public void close() {
             pool.shutdown();
         }
-    }
-
-    private static double median(Config c, Runnable action) {
-        for (int i = 0; i < c.warmUp(); i++) {
-            action.run();
-        }
-        double[] seconds = new double[c.repeats()];
-        for (int i = 0; i < seconds.length; i++) {
-            long start = System.nanoTime();
-            action.run();
-            seconds[i] = (System.nanoTime() - start) / 1e9;
-        }
-        Arrays.sort(seconds);
-        return seconds[seconds.length / 2];
     }
 
     /** Rows filled with random documents back to back; positions restart, MTP targets rolled within documents. */

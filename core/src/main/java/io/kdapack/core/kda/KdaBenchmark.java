@@ -1,7 +1,7 @@
 package io.kdapack.core.kda;
 
+import io.kdapack.core.bench.InterleavedTiming;
 import io.kdapack.core.linalg.Gemm;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
@@ -61,13 +61,13 @@ public final class KdaBenchmark {
         KdaChunked chunked = new KdaChunked(c.threads());
         KdaRecurrent recurrent = new KdaRecurrent(c.threads());
 
-        double[] chunkedTimes = interleavedMedians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
+        double[] chunkedTimes = InterleavedTiming.medians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
                 () -> packedProblem.forwardBackward(chunked), () -> singleProblem.forwardBackward(chunked));
         boolean recomputed = chunked.keepForBackward(packedProblem.inputs()) != HeadParallelBackend.Keep.INTERMEDIATES;
         double fwdPacked = chunkedTimes[0];
         double fwdBwdPacked = chunkedTimes[1];
         double fwdBwdSingle = chunkedTimes[2];
-        double fwdBwdRecurrent = interleavedMedians(1, Math.min(3, c.repeats()),
+        double fwdBwdRecurrent = InterleavedTiming.medians(1, Math.min(3, c.repeats()),
                 () -> packedProblem.forwardBackward(recurrent))[0];
         double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim(), recomputed);
         double matmul = Gemm.measureGflops(c.threads());
@@ -125,33 +125,6 @@ public final class KdaBenchmark {
         System.arraycopy(cuts, 0, cu, 1, cuts.length);
         cu[docs] = tokens;
         return cu;
-    }
-
-    /**
-     * Median seconds of each action; the actions alternate run by run so that a change in machine load
-     * (other processes) affects all of them alike and their ratio stays meaningful.
-     */
-    private static double[] interleavedMedians(int warmUp, int repeats, Runnable... actions) {
-        for (int i = 0; i < warmUp; i++) {
-            for (Runnable action : actions) {
-                action.run();
-            }
-        }
-        double[][] seconds = new double[actions.length][repeats];
-        for (int i = 0; i < repeats; i++) {
-            for (int a = 0; a < actions.length; a++) {
-                long t0 = System.nanoTime();
-                actions[a].run();
-                seconds[a][i] = (System.nanoTime() - t0) * 1e-9;
-            }
-        }
-        double[] medians = new double[actions.length];
-        for (int a = 0; a < actions.length; a++) {
-            Arrays.sort(seconds[a]);
-            medians[a] = repeats % 2 == 1 ? seconds[a][repeats / 2]
-                    : (seconds[a][repeats / 2 - 1] + seconds[a][repeats / 2]) / 2;
-        }
-        return medians;
     }
 
     /** Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)). */
