@@ -25,7 +25,7 @@ import java.util.Random;
  *       {@code dAqk}/{@code dV'} {@code 2L(L+1)V} + {@code (I + A)⁻ᵀ} products {@code L(L+1)(K+V)} and
  *       {@code dA} {@code L(L−1)(K+V)} + pairwise backward (four decayed products) {@code 8·L(L+1)/2·K} +
  *       elementwise and cumsum {@code 11LK}; plus prepare again when the call is too large for the tape to
- *       keep the intermediates ({@link KdaChunked#KEPT_FLOATS_PER_CALL}).</li>
+ *       keep the intermediates ({@link KdaChunked#KEPT_FLOATS}).</li>
  * </ul>
  * Only the useful (triangular) part of a triangular product counts, so the figure does not reward waste.
  */

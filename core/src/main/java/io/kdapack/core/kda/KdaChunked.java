@@ -1,31 +1,38 @@
 package io.kdapack.core.kda;
 
+import java.lang.ref.Cleaner;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The fast CPU backend: the chunked WY/UT form of DESIGN §2 ({@link KdaChunk}), chunks of 64 tokens that
  * never straddle a sequence boundary and are never padded (the last chunk of a sequence is partial), one
  * task per (sequence, value head) on all cores.
  *
- * <p>A training forward keeps every chunk's start state and, while a call's total stays within
- * {@link #KEPT_FLOATS_PER_CALL}, every chunk's intermediates, so the backward walks the chunks in reverse
- * without running the forward again; beyond the budget it recomputes each chunk's intermediates from its
- * start state (bitwise the same result). Kept intermediates return to a pool after the backward, so that
- * step after step reuses the same buffers.
+ * <p>A training forward keeps every chunk's start state and, while the intermediates kept by this backend's live
+ * tapes stay within {@link #KEPT_FLOATS} (all layers together), every chunk's intermediates, so the backward walks
+ * the chunks in reverse without running the forward again; beyond the budget a call keeps only the start states
+ * and its backward recomputes each chunk's intermediates (bitwise the same result). Kept intermediates return to a
+ * pool, and to the budget, after the backward, or once a tape that never had a backward is garbage collected.
  */
 public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /**
-     * Floats of chunk intermediates one training forward may keep (256 MiB; one chunk-head of K=V=64 holds
-     * about 180 KB, of K=V=128 about 310 KB); a larger call recomputes them in the backward.
+     * Floats of chunk intermediates that the live tapes of one backend may keep (256 MiB; one chunk-head of
+     * K=V=64 holds about 180 KB, of K=V=128 about 310 KB); a call that does not fit recomputes them.
      */
-    static final long KEPT_FLOATS_PER_CALL = 64L << 20;
+    static final long KEPT_FLOATS = 64L << 20;
+
+    /** Returns the intermediates of tapes that were dropped without a backward. */
+    private static final Cleaner CLEANER = Cleaner.create();
 
     /** Chunk scratch per worker thread, reused across tasks: a packed batch has many short tasks. */
     private final ThreadLocal<KdaChunk> scratch = new ThreadLocal<>();
     /** Intermediates returned by finished backwards, lent to the next training forward. */
     private final ConcurrentLinkedQueue<KdaChunk.Intermediates> spare = new ConcurrentLinkedQueue<>();
-    private final long keptFloatsPerCall;
+    private final long keptFloatsBudget;
+    /** Floats of intermediates held by live tapes. */
+    private final AtomicLong keptFloats = new AtomicLong();
 
     /** A chunked backend on all available processors. */
     public KdaChunked() {
@@ -33,13 +40,13 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     public KdaChunked(int threads) {
-        this(threads, KEPT_FLOATS_PER_CALL);
+        this(threads, KEPT_FLOATS);
     }
 
     /** With a budget for kept intermediates other than the default (0 recomputes them all). */
-    KdaChunked(int threads, long keptFloatsPerCall) {
+    KdaChunked(int threads, long keptFloatsBudget) {
         super(threads);
-        this.keptFloatsPerCall = keptFloatsPerCall;
+        this.keptFloatsBudget = keptFloatsBudget;
     }
 
     @Override
@@ -47,13 +54,22 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return "cpu-chunked";
     }
 
-    /**
-     * What one head's training forward kept.
-     *
-     * @param starts {@code [chunks,K,V]} the state each chunk started from
-     * @param kept   each chunk's intermediates, or null when they are recomputed
-     */
-    record HeadTape(float[] starts, KdaChunk.Intermediates[] kept) {
+    /** What one head's training forward kept: {@code [chunks,K,V]} start states, and maybe intermediates. */
+    static final class HeadTape {
+        private final float[] starts;
+        private final KdaChunk.Intermediates[] kept;
+        /** Gives the intermediates back, once: after the backward, or when this tape is collected. */
+        private Cleaner.Cleanable release;
+
+        private HeadTape(float[] starts, KdaChunk.Intermediates[] kept) {
+            this.starts = starts;
+            this.kept = kept;
+        }
+    }
+
+    /** Floats of intermediates the live tapes of this backend keep. */
+    long keptFloats() {
+        return keptFloats.get();
     }
 
     @Override
@@ -64,7 +80,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
             chunks += chunks(seg.length(n));
         }
         long floats = chunks * in.valueHeads() * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim());
-        return floats <= keptFloatsPerCall ? Keep.INTERMEDIATES : Keep.STATES;
+        // Concurrent calls may each see room and overshoot the budget by one call's worth, no more.
+        return keptFloats.get() + floats <= keptFloatsBudget ? Keep.INTERMEDIATES : Keep.STATES;
     }
 
     @Override
@@ -82,7 +99,24 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
             chunk.forward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), state, o,
                     kept == null ? null : kept[c]);
         }
-        return starts == null ? null : new HeadTape(starts, kept);
+        if (starts == null) {
+            return null;
+        }
+        HeadTape tape = new HeadTape(starts, kept);
+        if (kept == null) {
+            return tape;
+        }
+        long floats = chunks * KdaChunk.Intermediates.floats(s.keyDim(), s.valueDim());
+        keptFloats.addAndGet(floats);
+        // The release must not reach the HeadTape, or the tape could never be collected.
+        Runnable release = () -> {
+            for (KdaChunk.Intermediates intermediates : kept) {
+                spare.add(intermediates);
+            }
+            keptFloats.addAndGet(-floats);
+        };
+        tape.release = CLEANER.register(tape, release);
+        return tape;
     }
 
     @Override
@@ -91,15 +125,13 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         int size = s.keyDim() * s.valueDim();
         float[] s0 = new float[size];
         for (int c = chunks(s.length()) - 1; c >= 0; c--) {
-            System.arraycopy(tape.starts(), c * size, s0, 0, size);
+            System.arraycopy(tape.starts, c * size, s0, 0, size);
             int offset = c * KdaChunk.SIZE;
             chunk.backward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), s0, dO, dState,
-                    grads, tape.kept() == null ? null : tape.kept()[c]);
+                    grads, tape.kept == null ? null : tape.kept[c]);
         }
-        if (tape.kept() != null) {
-            for (KdaChunk.Intermediates intermediates : tape.kept()) {
-                spare.add(intermediates);
-            }
+        if (tape.release != null) {
+            tape.release.clean();
         }
     }
 

@@ -1,6 +1,7 @@
 package io.kdapack.core.kda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,6 +29,25 @@ class KdaTapeTest {
             assertArrayEquals(expected.ht(), tape.result().ht(), "ht");
             assertSameGradients(expectedGrads, training.backward(tape, p.dO(), p.dHt()));
         }
+    }
+
+    @Test
+    void liveTapesShareOneBudgetAndGiveItBackAfterTheirBackward() {
+        RandomKda.Problem p = RandomKda.packed(9, new int[] {40, 90}, 1, 2, 8, 8, OPTIONS, true, 0);
+        long oneCall = 3 * 2 * KdaChunk.Intermediates.floats(8, 8); // chunks 1 + 2, two value heads
+        KdaChunked backend = new KdaChunked(2, oneCall);
+        KdaBackend.KdaGradients expected = new KdaChunked(1).backward(p.inputs(), OPTIONS, p.dO(), p.dHt());
+
+        KdaTape first = backend.forwardForBackward(p.inputs(), OPTIONS);
+        assertEquals(oneCall, backend.keptFloats(), "the first tape keeps its intermediates");
+        KdaTape second = backend.forwardForBackward(p.inputs(), OPTIONS);
+        assertEquals(oneCall, backend.keptFloats(), "no room left: the second keeps start states only");
+        assertSameGradients(expected, backend.backward(second, p.dO(), p.dHt()));
+        assertSameGradients(expected, backend.backward(first, p.dO(), p.dHt()));
+        assertEquals(0, backend.keptFloats(), "both backwards gave everything back");
+        KdaTape third = backend.forwardForBackward(p.inputs(), OPTIONS);
+        assertEquals(oneCall, backend.keptFloats(), "room again");
+        assertSameGradients(expected, backend.backward(third, p.dO(), p.dHt()));
     }
 
     @Test
