@@ -185,7 +185,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
         return new Tape(this, in, options, result, p, heads);
     }
 
-    /** A forward recorded by this backend: the prepared inputs, each head's rows and what it kept. */
+    /** A forward recorded by this backend: the prepared tensors and what each head kept. */
     private static final class Tape implements KdaTape {
         private final HeadParallelBackend<?> owner;
         private final KdaInputs inputs;
