@@ -1,15 +1,16 @@
 package io.kdapack.core.kda;
 
 import io.kdapack.core.bench.InterleavedTiming;
-import io.kdapack.core.linalg.Gemm;
+import io.kdapack.core.linalg.MatmulProbe;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
 
 /**
  * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
- * random-length documents, the same tokens as one document, and the recurrent reference, each timed as the
- * median of several runs after warm-up runs; the chunked measurements alternate run by run.
+ * random-length documents (forward, and forward with backward), the same tokens as one document, the recurrent
+ * reference, and a fixed matrix product as the machine's ceiling ({@link MatmulProbe}), each timed as the median
+ * of several runs after warm-up runs, all five taking turns run by run so that their ratios see the same machine.
  *
  * <p>Flop count ({@link #chunkedFlops}): per chunk of {@code L} tokens and per value head, the operations the
  * chunked algorithm performs, a multiply-add counting 2, an addition or multiplication 1, an exponential 1
@@ -61,16 +62,20 @@ public final class KdaBenchmark {
         KdaChunked chunked = new KdaChunked(c.threads());
         KdaRecurrent recurrent = new KdaRecurrent(c.threads());
 
-        double[] chunkedTimes = InterleavedTiming.medians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
-                () -> packedProblem.forwardBackward(chunked), () -> singleProblem.forwardBackward(chunked));
+        double[] t;
+        double matmulGflops;
+        try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
+            t = InterleavedTiming.medians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
+                    () -> packedProblem.forwardBackward(chunked), () -> singleProblem.forwardBackward(chunked),
+                    () -> packedProblem.forwardBackward(recurrent), matmul::run);
+            matmulGflops = matmul.flops() / t[4] * 1e-9;
+        }
         boolean recomputed = chunked.keepForBackward(packedProblem.inputs()) != HeadParallelBackend.Keep.INTERMEDIATES;
-        double fwdPacked = chunkedTimes[0];
-        double fwdBwdPacked = chunkedTimes[1];
-        double fwdBwdSingle = chunkedTimes[2];
-        double fwdBwdRecurrent = InterleavedTiming.medians(1, Math.min(3, c.repeats()),
-                () -> packedProblem.forwardBackward(recurrent))[0];
+        double fwdPacked = t[0];
+        double fwdBwdPacked = t[1];
+        double fwdBwdSingle = t[2];
+        double fwdBwdRecurrent = t[3];
         double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim(), recomputed);
-        double matmul = Gemm.measureGflops(c.threads());
 
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("T", c.tokens());
@@ -89,7 +94,7 @@ public final class KdaBenchmark {
         out.put("chunked_speedup", fwdBwdRecurrent / fwdBwdPacked);
         out.put("flops_fwd_bwd", flops);
         out.put("gflops", flops / fwdBwdPacked * 1e-9);
-        out.put("matmul_gflops", matmul);
+        out.put("matmul_gflops", matmulGflops);
         return out;
     }
 

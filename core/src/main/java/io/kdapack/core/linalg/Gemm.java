@@ -349,37 +349,4 @@ public final class Gemm {
                     + " with leading dimension " + ld + " needs " + last + " elements, array has " + x.length);
         }
     }
-
-    /**
-     * Achieved GFLOP/s of a 512³ product on {@code threads} threads: the best of ten repetitions after a
-     * warm-up long enough for the JIT to compile the kernel. The machine's practical fp32 ceiling, for
-     * benchmarks to compare against.
-     */
-    public static double measureGflops(int threads) {
-        int size = 512;
-        float[] a = new float[size * size];
-        float[] b = new float[size * size];
-        float[] c = new float[size * size];
-        java.util.Random random = new java.util.Random(1);
-        for (int i = 0; i < a.length; i++) {
-            a[i] = random.nextFloat() - 0.5f;
-            b[i] = random.nextFloat() - 0.5f;
-        }
-        ForkJoinPool pool = new ForkJoinPool(threads);
-        try {
-            long warmUpEnd = System.nanoTime() + 2_000_000_000L;
-            while (System.nanoTime() < warmUpEnd) {
-                parallelSgemm(pool, false, false, size, size, size, 1f, a, 0, size, b, 0, size, 0f, c, 0, size);
-            }
-            double best = Double.MAX_VALUE;
-            for (int rep = 0; rep < 10; rep++) {
-                long t0 = System.nanoTime();
-                parallelSgemm(pool, false, false, size, size, size, 1f, a, 0, size, b, 0, size, 0f, c, 0, size);
-                best = Math.min(best, (System.nanoTime() - t0) * 1e-9);
-            }
-            return 2.0 * size * size * size / best * 1e-9;
-        } finally {
-            pool.shutdown();
-        }
-    }
 }
