@@ -1,5 +1,6 @@
 package io.kdapack.core.kda;
 
+import io.kdapack.core.linalg.BufferPool;
 import java.util.Arrays;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinTask;

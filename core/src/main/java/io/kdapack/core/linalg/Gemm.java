@@ -1,6 +1,5 @@
 package io.kdapack.core.linalg;
 
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ForkJoinPool;
 import java.util.stream.IntStream;
 import jdk.incubator.vector.FloatVector;
@@ -39,7 +38,7 @@ public final class Gemm {
      * Buffers for the packed B of one call. Taken and given back rather than held per thread: a thread joining a
      * parallel call can run another call's tasks meanwhile, so per-thread ownership would not be safe.
      */
-    private static final ConcurrentLinkedQueue<float[]> PACKED_B = new ConcurrentLinkedQueue<>();
+    private static final BufferPool PACKED_B = new BufferPool();
 
     private Gemm() {
     }
@@ -72,14 +71,14 @@ public final class Gemm {
             return;
         }
         Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
-        float[] packedB = takePackedB(op.packedBSize());
+        float[] packedB = PACKED_B.take(op.packedBSize());
         try {
             for (int unit = 0; unit < op.packUnits(); unit++) {
                 op.packB(unit, packedB);
             }
             op.multiply(0, m, packedB);
         } finally {
-            PACKED_B.offer(packedB);
+            PACKED_B.give(packedB);
         }
     }
 
@@ -100,7 +99,7 @@ public final class Gemm {
         int blocks = Math.min(m / MR, workers * 4);
         int rowsPerBlock = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;
         int count = (m + rowsPerBlock - 1) / rowsPerBlock;
-        float[] packedB = takePackedB(op.packedBSize());
+        float[] packedB = PACKED_B.take(op.packedBSize());
         try {
             pool.submit(() -> {
                 IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, packedB));
@@ -112,13 +111,8 @@ public final class Gemm {
                 });
             }).join();
         } finally {
-            PACKED_B.offer(packedB);
+            PACKED_B.give(packedB);
         }
-    }
-
-    private static float[] takePackedB(int size) {
-        float[] buffer = PACKED_B.poll();
-        return buffer != null && buffer.length >= size ? buffer : new float[size];
     }
 
     /**
