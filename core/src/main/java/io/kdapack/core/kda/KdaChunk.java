@@ -123,10 +123,7 @@ final class KdaChunk {
         }
         // S ← diag(e) S + Kdᵀ V'
         for (int i = 0; i < kd; i++) {
-            float decay = p.expLast[i];
-            for (int j = 0; j < vd; j++) {
-                state[i * vd + j] *= decay;
-            }
+            scale(vd, p.expLast[i], state, i * vd, state, i * vd);
         }
         ChunkMath.matmul(true, kd, vd, len, 1f, p.kDecayed, 0, kd, p.vNew, 0, vd, 1f, state, 0, vd);
     }
