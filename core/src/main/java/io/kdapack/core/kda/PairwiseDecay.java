@@ -23,7 +23,7 @@ import jdk.incubator.vector.VectorSpecies;
  */
 final class PairwiseDecay {
 
-    static final int BLOCK = 16;
+    static final int BLOCK = 32;
     /**
      * The largest {@code |Γ_r − Γ_a|} inside a block for which the diagonal block is factored: {@code exp(±80)}
      * stays a normal float (the range ends near ±87.3), so both factors keep full relative precision.
