@@ -44,6 +44,8 @@ public final class SseSubscribers implements AutoCloseable {
         }
     }
 
+    /** The name of the thread that serves every connection. */
+    public static final String THREAD_NAME = "sse-subscribers";
     private static final int MAX_LINE = 1 << 16;
     private static final byte[] ID = ascii("id: ");
     private static final byte[] EVENT = ascii("event: ");
@@ -87,7 +89,7 @@ public final class SseSubscribers implements AutoCloseable {
             close();
             throw e;
         }
-        loop = Thread.ofPlatform().name("sse-subscribers").daemon(true).start(this::run);
+        loop = Thread.ofPlatform().name(THREAD_NAME).daemon(true).start(this::run);
     }
 
     private static byte[] ascii(String text) {

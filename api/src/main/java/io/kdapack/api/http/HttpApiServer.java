@@ -13,6 +13,7 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -26,6 +27,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class HttpApiServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HttpApiServer.class);
+    /** Name prefix of the threads that serve connections (for per-thread CPU figures). */
+    public static final String WORKER_THREADS = "http-worker";
 
     /** Jobs have checkpointed before the server closes, so in-flight responses need only a short grace. */
     private static final long QUIET_MILLIS = 100;
@@ -47,8 +50,8 @@ public final class HttpApiServer implements AutoCloseable {
         boolean epoll = Epoll.isAvailable();
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         Class<? extends ServerChannel> serverChannel = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
-        EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, io);
-        EventLoopGroup workers = new MultiThreadIoEventLoopGroup(io);
+        EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("http-accept"), io);
+        EventLoopGroup workers = new MultiThreadIoEventLoopGroup(0, new DefaultThreadFactory(WORKER_THREADS), io);
         try {
             Channel channel = new ServerBootstrap()
                     .group(boss, workers)
