@@ -115,6 +115,17 @@ class EventStreamHandlerTest {
     }
 
     @Test
+    void chunksAreSizedInBytesSoTextBeyondAsciiArrivesWhole() {
+        JobEventLog log = new JobEventLog(1);
+        log.end(new EndEvent(JobState.FAILED, 0, "model stage failed: naïve → ∞ loss"));
+        Client client = new Client();
+        String text = client.drain(stream(log, 0));
+        assertEquals("event: end\ndata: {\"state\":\"failed\",\"step\":0,"
+                + "\"error\":\"model stage failed: naïve → ∞ loss\"}\n\n", text);
+        assertTrue(client.heads.getLast() instanceof LastHttpContent);
+    }
+
+    @Test
     void aLateClientStartsAfterTheStepItNames() {
         JobEventLog log = new JobEventLog(10);
         for (long s = 1; s <= 6; s++) {
