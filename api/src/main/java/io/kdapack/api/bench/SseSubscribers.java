@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import java.util.zip.CRC32;
 
 /**
@@ -43,6 +44,8 @@ public final class SseSubscribers implements AutoCloseable {
         }
     }
 
+    /** The name of the thread that serves every connection. */
+    public static final String THREAD_NAME = "sse-subscribers";
     private static final int MAX_LINE = 1 << 16;
     private static final byte[] ID = ascii("id: ");
     private static final byte[] EVENT = ascii("event: ");
@@ -86,7 +89,7 @@ public final class SseSubscribers implements AutoCloseable {
             close();
             throw e;
         }
-        loop = Thread.ofPlatform().name("sse-subscribers").daemon(true).start(this::run);
+        loop = Thread.ofPlatform().name(THREAD_NAME).daemon(true).start(this::run);
     }
 
     private static byte[] ascii(String text) {
@@ -125,49 +128,54 @@ public final class SseSubscribers implements AutoCloseable {
         return subscribers.stream().map(s -> s.failure).filter(f -> f != null).findFirst().orElse("none");
     }
 
-    /** The selector loop: connect, send the request, read until every stream is done. */
+    /**
+     * The selector loop: connect, send the request, read until every stream is done. Ready keys are handled as the
+     * selector reports them (no selected-key set), every read into one buffer.
+     */
     private void run() {
         ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 16);
         byte[] bytes = new byte[buffer.capacity()];
+        Consumer<SelectionKey> ready = key -> handle(key, buffer, bytes);
         try {
             while (finished.getCount() > 0 && selector.isOpen()) {
                 if (readInterval.isZero() || connected.getCount() > 0) {
-                    selector.select(1000);
+                    selector.select(ready, 1000);
                 } else {
                     Thread.sleep(readInterval);
-                    selector.selectNow();
+                    selector.selectNow(ready);
                 }
-                for (SelectionKey key : selector.selectedKeys()) {
-                    Subscriber subscriber = (Subscriber) key.attachment();
-                    try {
-                        if (key.isConnectable() && subscriber.channel.finishConnect()) {
-                            key.interestOps(SelectionKey.OP_WRITE);
-                        }
-                        if (key.isValid() && key.isWritable()) {
-                            subscriber.channel.write(subscriber.request);
-                            if (!subscriber.request.hasRemaining()) {
-                                key.interestOps(SelectionKey.OP_READ);
-                            }
-                        }
-                        if (key.isValid() && key.isReadable()) {
-                            buffer.clear();
-                            int n = subscriber.channel.read(buffer);
-                            if (n < 0) {
-                                subscriber.finish(subscriber.ended() ? null : "connection closed before the end event");
-                            } else {
-                                buffer.flip();
-                                buffer.get(bytes, 0, n);
-                                subscriber.accept(bytes, n);
-                            }
-                        }
-                    } catch (IOException | RuntimeException e) {
-                        subscriber.finish(e.toString());
-                    }
-                }
-                selector.selectedKeys().clear();
             }
         } catch (IOException | RuntimeException | InterruptedException e) {
             subscribers.forEach(s -> s.finish("selector failed: " + e));
+        }
+    }
+
+    /** One ready connection: finish connecting, send the request, or read what has arrived. */
+    private static void handle(SelectionKey key, ByteBuffer buffer, byte[] bytes) {
+        Subscriber subscriber = (Subscriber) key.attachment();
+        try {
+            if (key.isConnectable() && subscriber.channel.finishConnect()) {
+                key.interestOps(SelectionKey.OP_WRITE);
+            }
+            if (key.isValid() && key.isWritable()) {
+                subscriber.channel.write(subscriber.request);
+                if (!subscriber.request.hasRemaining()) {
+                    key.interestOps(SelectionKey.OP_READ);
+                }
+            }
+            if (key.isValid() && key.isReadable()) {
+                buffer.clear();
+                int n = subscriber.channel.read(buffer);
+                if (n < 0) {
+                    subscriber.finish(subscriber.ended() ? null : "connection closed before the end event");
+                } else {
+                    buffer.flip();
+                    buffer.get(bytes, 0, n);
+                    subscriber.accept(bytes, n);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            subscriber.finish(e.toString());
         }
     }
 

@@ -8,6 +8,6 @@ import picocli.CommandLine.Command;
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure throughput; prints one JSON object.",
         subcommands = {KdaBenchCommand.class, BenchDataCommand.class, ModelBenchCommand.class,
-                ServerBenchCommand.class})
+                ServerBenchCommand.class, SseBenchCommand.class})
 final class BenchCommand {
 }

@@ -5,6 +5,7 @@ import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.actors.events.StepEvent;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Collections;
@@ -15,36 +16,49 @@ import java.util.WeakHashMap;
 /**
  * The server-sent-event frames of one job run ({@code id: <step>}, {@code event: step}, the step's metrics as JSON;
  * then {@code event: end}), each encoded once, into a direct buffer, and shared by every stream of the run: a step
- * costs each subscriber a write of the same bytes, not a JSON encoding and a copy of its own. Thread safe.
+ * costs each subscriber a write of the same bytes, not a JSON encoding and a copy of its own. Each frame is stored as
+ * the HTTP/1.1 chunk that carries it ({@code <size in hex>\r\n<frame>\r\n}; the end frame followed by the last,
+ * empty chunk {@code 0\r\n\r\n}), so that an event is one buffer and one socket write. Thread safe.
  */
 public final class SseFrames {
+    /** The last chunk of a chunked body, with no trailer. */
+    private static final String LAST_CHUNK = "0\r\n\r\n";
+
     private ByteBuf[] steps = new ByteBuf[16];
     private ByteBuf end;
 
-    /** The frame of step event {@code index} of {@code log}, as a buffer of its own over the shared bytes. */
+    /** The chunk of step event {@code index} of {@code log}, as a buffer of its own over the shared bytes. */
     public synchronized ByteBuf step(JobEventLog log, int index) {
         if (index >= steps.length) {
             steps = Arrays.copyOf(steps, Math.max(index + 1, 2 * steps.length));
         }
         if (steps[index] == null) {
             StepEvent step = log.get(index);
-            steps[index] = shared("id: " + step.step() + "\nevent: step\ndata: " + stepJson(step) + "\n\n");
+            steps[index] = chunk("id: " + step.step() + "\nevent: step\ndata: " + stepJson(step) + "\n\n", "");
         }
         return steps[index].duplicate();
     }
 
-    /** The frame of the run's end event. */
+    /** The chunk of the run's end event, then the last chunk: the rest of the response. */
     public synchronized ByteBuf end(EndEvent event) {
         if (end == null) {
-            end = shared("event: end\ndata: " + endJson(event) + "\n\n");
+            end = chunk("event: end\ndata: " + endJson(event) + "\n\n", LAST_CHUNK);
         }
         return end.duplicate();
     }
 
-    /** A direct buffer that writes may share: duplicates have their own indices and releasing them frees nothing. */
-    private static ByteBuf shared(String text) {
-        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
-        return Unpooled.unreleasableBuffer(Unpooled.directBuffer(bytes.length).writeBytes(bytes));
+    /**
+     * {@code frame} as one chunk of a chunked HTTP/1.1 body, then {@code after}, in a direct buffer that writes may
+     * share: duplicates have their own indices and releasing them frees nothing. The memory is the JDK's, freed when
+     * the buffer is collected (a pooled or leak-tracked Netty buffer would have to be released, and never is here).
+     */
+    private static ByteBuf chunk(String frame, String after) {
+        byte[] data = frame.getBytes(StandardCharsets.UTF_8);
+        byte[] size = (Integer.toHexString(data.length) + "\r\n").getBytes(StandardCharsets.US_ASCII);
+        byte[] tail = ("\r\n" + after).getBytes(StandardCharsets.US_ASCII);
+        ByteBuffer memory = ByteBuffer.allocateDirect(size.length + data.length + tail.length);
+        memory.put(size).put(data).put(tail).flip();
+        return Unpooled.unreleasableBuffer(Unpooled.wrappedBuffer(memory));
     }
 
     /** The wire form of a step event (DESIGN §5 field names). */

@@ -9,11 +9,14 @@ import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.actors.events.StepEvent;
 import io.kdapack.actors.job.JobState;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseDecoder;
+import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.LastHttpContent;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -42,24 +45,40 @@ class EventStreamHandlerTest {
         }
     }
 
-    /** Reads everything written so far: the response head once, then the event text. */
-    private static String drain(EmbeddedChannel channel, List<Object> heads) {
-        StringBuilder text = new StringBuilder();
-        Object message;
-        while ((message = channel.readOutbound()) != null) {
-            if (message instanceof HttpResponse head) {
-                heads.add(head);
+    /** The client's side of one stream: the server's bytes, as a socket would carry them, through an HTTP decoder. */
+    private static final class Client {
+        private final EmbeddedChannel decoder = new EmbeddedChannel(new HttpResponseDecoder());
+        /** The response head and, once the response is complete, its last content. */
+        final List<Object> heads = new ArrayList<>();
+
+        /** Reads everything {@code server} wrote so far; returns the event text of the body decoded from it. */
+        String drain(EmbeddedChannel server) {
+            ByteBuf written;
+            while ((written = server.readOutbound()) != null) {
+                decoder.writeInbound(Unpooled.copiedBuffer(written));
+                written.release();
             }
-            if (message instanceof HttpContent content) {
-                ByteBuf bytes = content.content();
-                text.append(bytes.toString(StandardCharsets.UTF_8));
-                if (content instanceof LastHttpContent) {
-                    heads.add(content);
+            StringBuilder text = new StringBuilder();
+            Object message;
+            while ((message = decoder.readInbound()) != null) {
+                if (message instanceof HttpResponse head) {
+                    heads.add(head);
                 }
-                content.release();
+                if (message instanceof HttpContent content) {
+                    text.append(content.content().toString(StandardCharsets.UTF_8));
+                    if (content instanceof LastHttpContent) {
+                        heads.add(content);
+                    }
+                    content.release();
+                }
             }
+            return text.toString();
         }
-        return text.toString();
+    }
+
+    /** A server channel with the HTTP codec in front of the stream, as in the server's pipeline. */
+    private static EmbeddedChannel stream(JobEventLog log, long lastSeenStep) {
+        return new EmbeddedChannel(new HttpServerCodec(), new EventStreamHandler(log, new SseFrames(), lastSeenStep));
     }
 
     private static List<Long> ids(String text) {
@@ -75,23 +94,35 @@ class EventStreamHandlerTest {
     void streamsStepsWithIdsThenTheEndEventAndCloses() {
         JobEventLog log = new JobEventLog(10);
         log.append(step(1));
-        EmbeddedChannel channel = new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0));
-        List<Object> heads = new ArrayList<>();
-        String first = drain(channel, heads);
-        assertEquals("text/event-stream; charset=utf-8",
-                ((HttpResponse) heads.getFirst()).headers().get("Content-Type"));
+        EmbeddedChannel channel = stream(log, 0);
+        Client client = new Client();
+        String first = client.drain(channel);
+        HttpResponse head = (HttpResponse) client.heads.getFirst();
+        assertEquals("text/event-stream; charset=utf-8", head.headers().get("Content-Type"));
+        assertEquals("chunked", head.headers().get("Transfer-Encoding"));
         assertEquals("id: 1\nevent: step\ndata: {\"step\":1,\"loss\":10.0,\"mtp_loss\":null,\"tokens\":4096,"
                 + "\"segments\":17,\"grad_norm\":1.5,\"lr\":3.0E-4,\"tokens_per_s\":12345.5}\n\n", first);
 
         log.append(step(2));
         log.end(new EndEvent(JobState.SUCCEEDED, 2, null));
         channel.runPendingTasks();
-        String rest = drain(channel, heads);
+        String rest = client.drain(channel);
         assertEquals(List.of(2L), ids(rest));
         assertTrue(rest.contains("\"mtp_loss\":0.25"));
         assertTrue(rest.endsWith("event: end\ndata: {\"state\":\"succeeded\",\"step\":2,\"error\":null}\n\n"), rest);
-        assertTrue(heads.getLast() instanceof LastHttpContent, "the response ends after the end event");
+        assertTrue(client.heads.getLast() instanceof LastHttpContent, "the response ends after the end event");
         assertFalse(channel.isOpen(), "and the connection closes");
+    }
+
+    @Test
+    void chunksAreSizedInBytesSoTextBeyondAsciiArrivesWhole() {
+        JobEventLog log = new JobEventLog(1);
+        log.end(new EndEvent(JobState.FAILED, 0, "model stage failed: naïve → ∞ loss"));
+        Client client = new Client();
+        String text = client.drain(stream(log, 0));
+        assertEquals("event: end\ndata: {\"state\":\"failed\",\"step\":0,"
+                + "\"error\":\"model stage failed: naïve → ∞ loss\"}\n\n", text);
+        assertTrue(client.heads.getLast() instanceof LastHttpContent);
     }
 
     @Test
@@ -100,10 +131,9 @@ class EventStreamHandlerTest {
         for (long s = 1; s <= 6; s++) {
             log.append(step(s));
         }
-        assertEquals(List.of(4L, 5L, 6L), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 3)), new ArrayList<>())));
-        assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L),
-                ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 0)), new ArrayList<>())));
-        assertEquals(List.of(), ids(drain(new EmbeddedChannel(new EventStreamHandler(log, new SseFrames(), 99)), new ArrayList<>())));
+        assertEquals(List.of(4L, 5L, 6L), ids(new Client().drain(stream(log, 3))));
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), ids(new Client().drain(stream(log, 0))));
+        assertEquals(List.of(), ids(new Client().drain(stream(log, 99))));
     }
 
     @Test
@@ -114,7 +144,7 @@ class EventStreamHandlerTest {
         SlowClientChannel channel = new SlowClientChannel();
         channel.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1024, highWaterMark));
         channel.stalled = true;
-        channel.pipeline().addLast(new EventStreamHandler(log, new SseFrames(), 0));
+        channel.pipeline().addLast(new HttpServerCodec(), new EventStreamHandler(log, new SseFrames(), 0));
         for (long s = 1; s <= steps; s++) {
             log.append(step(s));
         }
@@ -129,14 +159,14 @@ class EventStreamHandlerTest {
         channel.stalled = false;
         channel.flush(); // the client reads: the buffer drains, writability returns and the stream resumes
         channel.runPendingTasks();
-        List<Object> heads = new ArrayList<>();
-        String text = drain(channel, heads);
+        Client client = new Client();
+        String text = client.drain(channel);
         List<Long> expected = new ArrayList<>();
         for (long s = 1; s <= steps; s++) {
             expected.add(s);
         }
         assertEquals(expected, ids(text), "every step, in order, none twice");
         assertTrue(text.endsWith("\"error\":null}\n\n"));
-        assertTrue(heads.getLast() instanceof LastHttpContent);
+        assertTrue(client.heads.getLast() instanceof LastHttpContent);
     }
 }

@@ -1,0 +1,157 @@
+package io.kdapack.api.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kdapack.actors.events.EndEvent;
+import io.kdapack.actors.events.JobEventLog;
+import io.kdapack.actors.events.StepEvent;
+import io.kdapack.actors.job.JobState;
+import io.kdapack.api.bench.SseSubscribers;
+import io.kdapack.api.http.EventStreamHandler;
+import io.kdapack.api.http.HttpApiServer;
+import io.kdapack.api.http.ResponseMetricsHandler;
+import io.kdapack.api.http.SseFrames;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.ReferenceCountUtil;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
+import java.lang.management.ThreadMXBean;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code kdapack bench sse}: the CPU that event streaming costs per subscriber and event, without training around it.
+ * The server's HTTP layer ({@link HttpApiServer}, the HTTP codec, {@link ResponseMetricsHandler},
+ * {@link EventStreamHandler}) streams a run's event log to {@code --subscribers} {@link SseSubscribers} (one NIO thread,
+ * this JVM, reading as events arrive); a step event is appended every {@code --interval-ms}. Per round, the CPU time of
+ * the server's event-loop threads and of the subscribers' thread over the appends, divided by subscribers × events;
+ * the median over {@code --rounds} rounds after one warm-up round. Every subscriber must receive every event.
+ */
+@Command(name = "sse", mixinStandardHelpOptions = true,
+        description = {"CPU per subscriber and event of the server's SSE streams alone (no training); JSON.",
+                "Per round: event-loop and subscriber-thread CPU time over --events appends, / (subscribers x events); "
+                        + "median over rounds, after one warm-up round."})
+final class SseBenchCommand implements Callable<Integer> {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Duration WAIT = Duration.ofMinutes(2);
+
+    @Option(names = "--subscribers", defaultValue = "500", description = "SSE clients (default ${DEFAULT-VALUE}).")
+    int subscribers;
+
+    @Option(names = "--events", defaultValue = "100", description = "Step events per round (default ${DEFAULT-VALUE}).")
+    int events;
+
+    @Option(names = "--interval-ms", defaultValue = "50", description = "Time between events (default ${DEFAULT-VALUE}).")
+    long intervalMs;
+
+    @Option(names = "--rounds", defaultValue = "5", description = "Measured rounds (default ${DEFAULT-VALUE}).")
+    int rounds;
+
+    /** The run being streamed: a connection's request gets a stream of it. */
+    private volatile JobEventLog log;
+    private volatile SseFrames frames;
+
+    @Override
+    public Integer call() throws Exception {
+        if (subscribers < 1 || events < 1 || intervalMs < 1 || rounds < 1) {
+            throw new IllegalArgumentException("need --subscribers, --events, --interval-ms and --rounds >= 1, got "
+                    + subscribers + ", " + events + ", " + intervalMs + " and " + rounds);
+        }
+        SseSubscribers.warmUp();
+        List<double[]> perRound = new ArrayList<>(); // {server, subscribers} µs per subscriber-event
+        try (HttpApiServer server = HttpApiServer.start("127.0.0.1", 0, new StreamInitializer())) {
+            for (int round = 0; round <= rounds; round++) {
+                double[] cost = round(server);
+                if (round > 0) {
+                    perRound.add(cost);
+                }
+            }
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("subscribers", subscribers);
+        out.put("events", events);
+        out.put("interval_ms", intervalMs);
+        out.put("rounds", rounds);
+        out.put("server_cpu_us_per_subscriber_event", median(perRound, 0));
+        out.put("subscriber_cpu_us_per_subscriber_event", median(perRound, 1));
+        out.put("total_cpu_us_per_subscriber_event", median(perRound, 2));
+        System.out.println(JSON.writeValueAsString(out));
+        return 0;
+    }
+
+    /** One round: {server, subscribers, total} CPU µs per subscriber-event. */
+    private double[] round(HttpApiServer server) throws Exception {
+        log = new JobEventLog(events);
+        frames = new SseFrames();
+        try (SseSubscribers clients = SseSubscribers.connect(server.address(), "-", "-", subscribers, Duration.ZERO)) {
+            clients.awaitConnected(WAIT);
+            Thread.sleep(intervalMs);
+            Map<String, Long> before = cpuByRole();
+            for (int step = 1; step <= events; step++) {
+                log.append(new StepEvent(step, 2.0 / step, null, 1024, 17, 1.5, 3e-4, 5000.0));
+                Thread.sleep(intervalMs);
+            }
+            Map<String, Long> after = cpuByRole(); // before the end: the subscribers' thread ends with it
+            log.end(new EndEvent(JobState.SUCCEEDED, events, null));
+            List<SseSubscribers.Stream> streams = clients.awaitEnd(WAIT);
+            if (!streams.stream().allMatch(s -> s.complete(events))) {
+                throw new IllegalStateException("a subscriber missed events: " + streams.stream()
+                        .filter(s -> !s.complete(events)).findFirst().orElseThrow());
+            }
+            double perEvent = 1e3 * subscribers * events; // ns → µs per subscriber-event
+            double serverUs = (after.get("server") - before.get("server")) / perEvent;
+            double clientUs = (after.get("subscribers") - before.get("subscribers")) / perEvent;
+            return new double[] {serverUs, clientUs, serverUs + clientUs};
+        }
+    }
+
+    /** CPU nanoseconds so far of the server's event loops and of the subscribers' thread. */
+    private static Map<String, Long> cpuByRole() {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        Map<String, Long> cpu = new LinkedHashMap<>(Map.of("server", 0L, "subscribers", 0L));
+        for (ThreadInfo thread : threads.getThreadInfo(threads.getAllThreadIds())) {
+            String role = thread == null ? null
+                    : thread.getThreadName().startsWith(HttpApiServer.WORKER_THREADS) ? "server"
+                    : thread.getThreadName().equals(SseSubscribers.THREAD_NAME) ? "subscribers" : null;
+            if (role != null) {
+                cpu.merge(role, Math.max(0, threads.getThreadCpuTime(thread.getThreadId())), Long::sum);
+            }
+        }
+        return cpu;
+    }
+
+    private static double median(List<double[]> rows, int column) {
+        double[] sorted = rows.stream().mapToDouble(row -> row[column]).sorted().toArray();
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+
+    /** The server's outbound pipeline (codec, response metrics); a request's end turns the connection into a stream. */
+    private final class StreamInitializer extends ChannelInitializer<Channel> {
+        @Override
+        protected void initChannel(Channel channel) {
+            channel.pipeline().addLast("codec", new HttpServerCodec());
+            channel.pipeline().addLast("response-metrics", new ResponseMetricsHandler(status -> { }));
+            channel.pipeline().addLast("request", new ChannelInboundHandlerAdapter() {
+                @Override
+                public void channelRead(ChannelHandlerContext ctx, Object message) {
+                    boolean requestEnds = message instanceof LastHttpContent;
+                    ReferenceCountUtil.release(message);
+                    if (requestEnds) {
+                        ctx.pipeline().replace(this, "events", new EventStreamHandler(log, frames, 0));
+                    }
+                }
+            });
+        }
+    }
+}
