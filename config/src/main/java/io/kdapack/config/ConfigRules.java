@@ -67,7 +67,8 @@ final class ConfigRules {
                     "expected null (generate one) or a non-empty token without whitespace")),
             Map.entry("server.token_file", nonBlank()),
             Map.entry("server.max_body_bytes", new Rule(v -> (long) v >= 1, "expected an integer >= 1")),
-            Map.entry("server.data_root", nonBlank()));
+            Map.entry("server.data_root", nonBlank()),
+            Map.entry("server.event_batch_ms", new Rule(v -> (long) v >= 0, "expected an integer >= 0 (0 = each event at once)")));
 
     private ConfigRules() {
     }

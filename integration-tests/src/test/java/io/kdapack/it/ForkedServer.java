@@ -19,11 +19,14 @@ final class ForkedServer implements AutoCloseable {
     private final Process process;
     private final int port;
 
-    /** Starts {@code kdapack serve} on a free loopback port with jobs beside {@code tokenFile} ({@code dir/jobs}). */
+    /**
+     * Starts {@code kdapack serve} on a free loopback port with jobs beside {@code tokenFile} ({@code dir/jobs}). Its
+     * event streams send each step at once ({@code event_batch_ms: 0}), so that a test can stop it right after a step.
+     */
     ForkedServer(Path dir, Path dataRoot) throws Exception {
         Path config = dir.resolve("server.yaml");
         Files.writeString(config, "server:\n  host: 127.0.0.1\n  port: 0\n  token: " + TrainingServer.TOKEN
-                + "\n  token_file: " + dir.resolve("token") + "\n  data_root: " + dataRoot + "\n");
+                + "\n  token_file: " + dir.resolve("token") + "\n  data_root: " + dataRoot + "\n  event_batch_ms: 0\n");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         process = new ProcessBuilder(List.of(java, "--add-modules", "jdk.incubator.vector", "-cp",
                 System.getProperty("java.class.path"), "io.kdapack.api.cli.Main", "serve", "--config", config.toString()))

@@ -10,6 +10,7 @@ import io.kdapack.api.jobs.TrainingJobFactory;
 import io.kdapack.api.server.KdapackServer;
 import io.kdapack.api.server.ServerSettings;
 import io.kdapack.config.ConfigLoader;
+import io.kdapack.config.ServerConfig;
 import io.kdapack.training.HybridModels;
 import io.kdapack.training.StepResult;
 import io.kdapack.training.Trainer;
@@ -43,7 +44,8 @@ final class TrainingServer implements AutoCloseable {
     /** @param dataRoot the directory job dataset paths are confined to; jobs live in {@code jobsDir} */
     TrainingServer(Path dataRoot, Path jobsDir) throws Exception {
         ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, jobsDir.resolveSibling("token"),
-                1 << 20, dataRoot, Duration.ofSeconds(30), 16,
+                1 << 20, dataRoot, Duration.ofMillis(ServerConfig.defaults().eventBatchMs()), Duration.ofSeconds(30),
+                16,
                 new PipelineSettings(2, WAIT, WAIT, WAIT));
         server = KdapackServer.start(settings, TOKEN,
                 new TrainingJobFactory(new DataRoot(dataRoot), jobsDir, HybridModels.FACTORY));

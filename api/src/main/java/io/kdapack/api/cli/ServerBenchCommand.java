@@ -12,6 +12,7 @@ import io.kdapack.api.server.KdapackServer;
 import io.kdapack.api.server.ServerSettings;
 import io.kdapack.config.ConfigLoader;
 import io.kdapack.config.KdapackConfig;
+import io.kdapack.config.ServerConfig;
 import io.kdapack.training.DatasetPaths;
 import io.kdapack.training.HybridModels;
 import io.kdapack.training.Trainer;
@@ -95,11 +96,18 @@ final class ServerBenchCommand implements Callable<Integer> {
             + "(0: as events arrive; default ${DEFAULT-VALUE}).")
     long readIntervalMs;
 
+    @Option(names = "--event-batch-ms", paramLabel = "MS", description = "The server's server.event_batch_ms "
+            + "(default: the configuration's default, ${DEFAULT-VALUE}; 0: each event sent at once).")
+    long eventBatchMs = ServerConfig.defaults().eventBatchMs();
+
     @Override
     public Integer call() throws Exception {
         if (warmup < 1 || steps <= warmup || subscribers < 0 || rounds < 1) {
             throw new IllegalArgumentException("need --warmup >= 1, --steps > --warmup, --subscribers >= 0 and "
                     + "--rounds >= 1, got " + warmup + ", " + steps + ", " + subscribers + " and " + rounds);
+        }
+        if (eventBatchMs < 0) {
+            throw new IllegalArgumentException("--event-batch-ms must be >= 0, got " + eventBatchMs);
         }
         KdapackConfig base = ConfigLoader.load(config);
         Path dataset = DatasetPaths.trainPrefix(base.train().data().prefix());
@@ -112,7 +120,8 @@ final class ServerBenchCommand implements Callable<Integer> {
             List<Run> quiet = new ArrayList<>();
             List<Run> streamed = new ArrayList<>();
             ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, work.resolve("token"), 1 << 20,
-                    dataset.getParent(), Duration.ofSeconds(30), 16, PipelineSettings.DEFAULT);
+                    dataset.getParent(), Duration.ofMillis(eventBatchMs), Duration.ofSeconds(30), 16,
+                    PipelineSettings.DEFAULT);
             try (KdapackServer server = KdapackServer.start(settings, TOKEN, new TrainingJobFactory(
                     new DataRoot(dataset.getParent()), work.resolve("jobs"), HybridModels.FACTORY));
                  Subscribers followers = subscribers == 0 ? null
@@ -139,6 +148,7 @@ final class ServerBenchCommand implements Callable<Integer> {
             if (subscribers > 0) {
                 out.put("server_subscribers", subscribers);
                 out.put("subscriber_read_interval_ms", readIntervalMs);
+                out.put("event_batch_ms", eventBatchMs);
                 out.put("server_streamed_steps_per_s", rates(streamed));
                 out.put("overhead_server_streamed", medianOverhead(direct, streamed, r -> 1 / r.stepsPerSecond()));
                 out.put("cpu_overhead_server_streamed", medianOverhead(direct, streamed, Run::cpuSecondsPerStep));

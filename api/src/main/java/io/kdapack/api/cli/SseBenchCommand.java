@@ -10,6 +10,7 @@ import io.kdapack.api.http.EventStreamHandler;
 import io.kdapack.api.http.HttpApiServer;
 import io.kdapack.api.http.ResponseMetricsHandler;
 import io.kdapack.api.http.SseFrames;
+import io.kdapack.config.ServerConfig;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -33,8 +34,9 @@ import picocli.CommandLine.Option;
  * {@code kdapack bench sse}: the CPU that event streaming costs per subscriber and event, without training around it.
  * The server's HTTP layer ({@link HttpApiServer}, the HTTP codec, {@link ResponseMetricsHandler},
  * {@link EventStreamHandler}) streams a run's event log to {@code --subscribers} {@link SseSubscribers} (one NIO thread,
- * this JVM, reading as events arrive); a step event is appended every {@code --interval-ms}. Per round, the CPU time of
- * the server's event-loop threads and of the subscribers' thread over the appends, divided by subscribers × events;
+ * this JVM, reading as events arrive); a step event is appended every {@code --interval-ms}, and each stream sends at
+ * most once per {@code --event-batch-ms}. Per round, the CPU time of the server's event-loop threads and of the
+ * subscribers' thread over the appends and the last batch, divided by subscribers × events;
  * the median over {@code --rounds} rounds after one warm-up round. Every subscriber must receive every event.
  */
 @Command(name = "sse", mixinStandardHelpOptions = true,
@@ -57,6 +59,10 @@ final class SseBenchCommand implements Callable<Integer> {
     @Option(names = "--rounds", defaultValue = "5", description = "Measured rounds (default ${DEFAULT-VALUE}).")
     int rounds;
 
+    @Option(names = "--event-batch-ms", paramLabel = "MS", description = "The server's server.event_batch_ms "
+            + "(default: the configuration's default, ${DEFAULT-VALUE}; 0: each event sent at once).")
+    long eventBatchMs = ServerConfig.defaults().eventBatchMs();
+
     /** The run being streamed: a connection's request gets a stream of it. */
     private volatile JobEventLog log;
     private volatile SseFrames frames;
@@ -66,6 +72,9 @@ final class SseBenchCommand implements Callable<Integer> {
         if (subscribers < 1 || events < 1 || intervalMs < 1 || rounds < 1) {
             throw new IllegalArgumentException("need --subscribers, --events, --interval-ms and --rounds >= 1, got "
                     + subscribers + ", " + events + ", " + intervalMs + " and " + rounds);
+        }
+        if (eventBatchMs < 0) {
+            throw new IllegalArgumentException("--event-batch-ms must be >= 0, got " + eventBatchMs);
         }
         SseSubscribers.warmUp();
         List<double[]> perRound = new ArrayList<>(); // {server, subscribers} µs per subscriber-event
@@ -81,6 +90,7 @@ final class SseBenchCommand implements Callable<Integer> {
         out.put("subscribers", subscribers);
         out.put("events", events);
         out.put("interval_ms", intervalMs);
+        out.put("event_batch_ms", eventBatchMs);
         out.put("rounds", rounds);
         out.put("server_cpu_us_per_subscriber_event", median(perRound, 0));
         out.put("subscriber_cpu_us_per_subscriber_event", median(perRound, 1));
@@ -101,6 +111,7 @@ final class SseBenchCommand implements Callable<Integer> {
                 log.append(new StepEvent(step, 2.0 / step, null, 1024, 17, 1.5, 3e-4, 5000.0));
                 Thread.sleep(intervalMs);
             }
+            Thread.sleep(eventBatchMs); // the last batch goes out
             Map<String, Long> after = cpuByRole(); // before the end: the subscribers' thread ends with it
             log.end(new EndEvent(JobState.SUCCEEDED, events, null));
             List<SseSubscribers.Stream> streams = clients.awaitEnd(WAIT);
@@ -148,7 +159,7 @@ final class SseBenchCommand implements Callable<Integer> {
                     boolean requestEnds = message instanceof LastHttpContent;
                     ReferenceCountUtil.release(message);
                     if (requestEnds) {
-                        ctx.pipeline().replace(this, "events", new EventStreamHandler(log, frames, 0));
+                        ctx.pipeline().replace(this, "events", new EventStreamHandler(log, frames, 0, Duration.ofMillis(eventBatchMs)));
                     }
                 }
             });

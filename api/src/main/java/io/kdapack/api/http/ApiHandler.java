@@ -20,6 +20,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,6 +48,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final ServerMetrics metrics;
     private final byte[] openApi;
     private final SseFrames.Registry frames;
+    private final Duration eventBatch;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -66,11 +68,14 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                            String lastEventId) {
     }
 
-    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames) {
+    /** @param eventBatch shortest time between two sends on one event stream ({@link EventStreamHandler}) */
+    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
+                      Duration eventBatch) {
         this.jobs = jobs;
         this.frames = frames;
         this.metrics = metrics;
         this.openApi = openApi;
+        this.eventBatch = eventBatch;
     }
 
     @Override
@@ -154,7 +159,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 yield jobs.get(id).thenApply(handle -> {
                     JobHandle job = handle.orElseThrow(() -> ApiException.notFound("no job " + id));
                     // The stream owns the connection from now on; a further request on it is dropped.
-                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen));
+                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen, eventBatch));
                     return new Streaming();
                 });
             }

@@ -13,6 +13,10 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
+import io.netty.util.concurrent.AbstractScheduledEventExecutor;
+import io.netty.util.concurrent.Ticker;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -27,13 +31,25 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>The response head goes through the pipeline's HTTP encoder; the body is written as ready-made chunks
  * ({@link SseFrames}), one buffer per event, so the encoder steps aside once the head is out (with 500 streams,
  * the encoder's three buffers and promise per event were a measurable share of the server's CPU).
+ *
+ * <p>Batching: a stream sends at most once per batch interval. An event that comes when the last send is older
+ * than the interval goes out at once (steps slower than the interval see no delay); one that comes sooner waits,
+ * with any that follow, until the interval is over, and they go out together in one socket write. A send costs a
+ * subscriber about the same CPU whatever it carries (two loopback TCP segments, mostly kernel time), so with
+ * hundreds of subscribers and fast steps this divides the streaming cost by the events per batch. Catching up
+ * (a late client, or a slow one whose socket drains) is never held back; the end event waits like a step.
  */
 public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
 
     private final JobEventLog log;
     private final SseFrames frames;
+    private final long batchNanos;
     private int next;
     private final AtomicBoolean pumpScheduled = new AtomicBoolean();
+    /** The event loop's clock (a test's embedded loop can move it). */
+    private Ticker ticker = Ticker.systemTicker();
+    /** The time on {@link #ticker} before which new events wait: the last send plus the batch interval. */
+    private volatile long holdUntil;
     private ChannelHandlerContext context;
     private Runnable unsubscribe;
     private boolean ended;
@@ -41,16 +57,26 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
     /**
      * @param frames       the run's encoded events, shared with its other streams
      * @param lastSeenStep the last step the client already has (0 or negative: from the run's first step)
+     * @param batch        shortest time between two sends of new events: an event that comes sooner after the
+     *                     last send waits, with any that follow, until the interval is over (zero: each at once)
      */
-    public EventStreamHandler(JobEventLog log, SseFrames frames, long lastSeenStep) {
+    public EventStreamHandler(JobEventLog log, SseFrames frames, long lastSeenStep, Duration batch) {
+        if (batch.isNegative()) {
+            throw new IllegalArgumentException("event batch interval must be >= 0, got " + batch);
+        }
         this.log = log;
         this.frames = frames;
+        this.batchNanos = batch.toNanos();
         this.next = log.indexAfter(lastSeenStep);
     }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         context = ctx;
+        if (ctx.executor() instanceof AbstractScheduledEventExecutor loop) {
+            ticker = loop.ticker();
+        }
+        holdUntil = ticker.nanoTime();
         HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
         head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream; charset=utf-8");
         head.headers().set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE);
@@ -84,13 +110,22 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
         stopListening();
     }
 
-    /** Called on the event log's writer thread: hand the work to the channel's event loop, once. */
+    /**
+     * Called on the event log's writer thread: hand the work to the channel's event loop, once, at once or when the
+     * batch interval since the last send is over.
+     */
     private void schedulePump() {
         if (pumpScheduled.compareAndSet(false, true)) {
-            context.executor().execute(() -> {
+            Runnable task = () -> {
                 pumpScheduled.set(false);
                 pump();
-            });
+            };
+            long wait = holdUntil - ticker.nanoTime();
+            if (wait > 0) {
+                context.executor().schedule(task, wait, TimeUnit.NANOSECONDS);
+            } else {
+                context.executor().execute(task);
+            }
         }
     }
 
@@ -99,10 +134,12 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
         if (ended || !context.channel().isActive()) {
             return;
         }
+        boolean wrote = false;
         while (context.channel().isWritable()) {
             EndEvent end = log.end().orElse(null); // read the end before the size: then size is final
             if (next < log.size()) {
                 context.write(frames.step(log, next++));
+                wrote = true;
             } else if (end != null) {
                 ended = true;
                 stopListening();
@@ -113,6 +150,9 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
             }
         }
         context.flush();
+        if (wrote) {
+            holdUntil = ticker.nanoTime() + batchNanos;
+        }
     }
 
     private void stopListening() {

@@ -6,6 +6,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.Channel;
 import io.netty.handler.codec.http.HttpServerCodec;
+import java.time.Duration;
 
 /** Builds each connection's pipeline: HTTP codec, response metrics, body limit, auth, then the API. */
 public final class HttpApiInitializer extends ChannelInitializer<Channel> {
@@ -15,14 +16,18 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
     private final String token;
     private final int maxBodyBytes;
     private final byte[] openApi;
+    private final Duration eventBatch;
     private final SseFrames.Registry frames = new SseFrames.Registry();
 
-    public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi) {
+    /** @param eventBatch shortest time between two sends on one event stream ({@link EventStreamHandler}) */
+    public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi,
+                              Duration eventBatch) {
         this.jobs = jobs;
         this.metrics = metrics;
         this.token = token;
         this.maxBodyBytes = maxBodyBytes;
         this.openApi = openApi;
+        this.eventBatch = eventBatch;
     }
 
     @Override
@@ -32,6 +37,6 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
         pipeline.addLast("response-metrics", new ResponseMetricsHandler(metrics::countResponse));
         pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
         pipeline.addLast("auth", new BearerAuthHandler(token));
-        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames));
+        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames, eventBatch));
     }
 }

@@ -58,7 +58,8 @@ public final class KdapackServer implements AutoCloseable {
                 .daemon(true).factory());
         try {
             var jobs = new JobService(actors, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
-            var initializer = new HttpApiInitializer(jobs, new ServerMetrics(), token, settings.maxBodyBytes(), openApi);
+            var initializer = new HttpApiInitializer(jobs, new ServerMetrics(), token, settings.maxBodyBytes(), openApi,
+                    settings.eventBatch());
             var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
             return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
                     .plus(settings.pipeline().stepTimeout()));

@@ -16,12 +16,13 @@ import java.time.Duration;
  * @param tokenFile      where a generated token is written (owner read/write only)
  * @param maxBodyBytes   largest request body; larger ones get 413
  * @param dataRoot       directory that dataset paths in job configurations must stay inside
+ * @param eventBatch     shortest time between two sends on one event stream (zero: each event at once)
  * @param askTimeout     longest an HTTP call waits on the job actors before answering 503
  * @param retainFinished finished jobs whose status and event history are kept
  * @param pipeline       actor pipeline settings of every job
  */
 public record ServerSettings(String bind, int port, String token, Path tokenFile, int maxBodyBytes, Path dataRoot,
-                             Duration askTimeout, int retainFinished, PipelineSettings pipeline) {
+                             Duration eventBatch, Duration askTimeout, int retainFinished, PipelineSettings pipeline) {
 
     public ServerSettings {
         if (bind == null || bind.isBlank()) {
@@ -36,6 +37,9 @@ public record ServerSettings(String bind, int port, String token, Path tokenFile
         }
         if (maxBodyBytes < 1) {
             throw new IllegalArgumentException("server.max_body_bytes must be >= 1, got " + maxBodyBytes);
+        }
+        if (eventBatch.isNegative()) {
+            throw new IllegalArgumentException("server.event_batch_ms must be >= 0, got " + eventBatch.toMillis());
         }
         if (askTimeout.isNegative() || askTimeout.isZero()) {
             throw new IllegalArgumentException("askTimeout must be positive, got " + askTimeout);
@@ -55,27 +59,22 @@ public record ServerSettings(String bind, int port, String token, Path tokenFile
                     + ": at most " + Integer.MAX_VALUE + " bytes");
         }
         return new ServerSettings(server.host(), server.port(), server.token(), Path.of(server.tokenFile()),
-                (int) server.maxBodyBytes(), Path.of(server.dataRoot()), Duration.ofSeconds(30), 32,
-                PipelineSettings.DEFAULT);
+                (int) server.maxBodyBytes(), Path.of(server.dataRoot()), Duration.ofMillis(server.eventBatchMs()),
+                Duration.ofSeconds(30), 32, PipelineSettings.DEFAULT);
     }
 
     public ServerSettings withBind(String newBind) {
-        return new ServerSettings(newBind, port, token, tokenFile, maxBodyBytes, dataRoot, askTimeout, retainFinished,
-                pipeline);
-    }
-
-    public ServerSettings withPort(int newPort) {
-        return new ServerSettings(bind, newPort, token, tokenFile, maxBodyBytes, dataRoot, askTimeout, retainFinished,
-                pipeline);
-    }
-
-    public ServerSettings withToken(String newToken, Path newTokenFile) {
-        return new ServerSettings(bind, port, newToken, newTokenFile, maxBodyBytes, dataRoot, askTimeout,
+        return new ServerSettings(newBind, port, token, tokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout,
                 retainFinished, pipeline);
     }
 
-    public ServerSettings withMaxBodyBytes(int newMaxBodyBytes) {
-        return new ServerSettings(bind, port, token, tokenFile, newMaxBodyBytes, dataRoot, askTimeout, retainFinished,
-                pipeline);
+    public ServerSettings withPort(int newPort) {
+        return new ServerSettings(bind, newPort, token, tokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout,
+                retainFinished, pipeline);
+    }
+
+    public ServerSettings withToken(String newToken, Path newTokenFile) {
+        return new ServerSettings(bind, port, newToken, newTokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout,
+                retainFinished, pipeline);
     }
 }

@@ -59,7 +59,7 @@ class ApiHandlerTest {
 
     private static EmbeddedHttp http(JobFactory factory) {
         var jobs = new JobService(manager, testKit.system().scheduler(), factory, factoryCalls, Duration.ofSeconds(10));
-        return new EmbeddedHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, MAX_BODY, openApi));
+        return new EmbeddedHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, MAX_BODY, openApi, Duration.ZERO));
     }
 
     private static JsonNode json(FullHttpResponse response) throws IOException {

@@ -10,7 +10,9 @@ import io.kdapack.actors.events.StepEvent;
 import io.kdapack.actors.job.JobState;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.http.HttpContent;
@@ -19,8 +21,11 @@ import io.netty.handler.codec.http.HttpResponseDecoder;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.LastHttpContent;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -76,9 +81,10 @@ class EventStreamHandlerTest {
         }
     }
 
-    /** A server channel with the HTTP codec in front of the stream, as in the server's pipeline. */
+    /** A server channel with the HTTP codec in front of the stream, as in the server's pipeline; no batching. */
     private static EmbeddedChannel stream(JobEventLog log, long lastSeenStep) {
-        return new EmbeddedChannel(new HttpServerCodec(), new EventStreamHandler(log, new SseFrames(), lastSeenStep));
+        return new EmbeddedChannel(new HttpServerCodec(),
+                new EventStreamHandler(log, new SseFrames(), lastSeenStep, Duration.ZERO));
     }
 
     private static List<Long> ids(String text) {
@@ -115,6 +121,52 @@ class EventStreamHandlerTest {
     }
 
     @Test
+    void eventsSoonerThanTheBatchIntervalWaitAndGoOutTogetherOnce() {
+        JobEventLog log = new JobEventLog(10);
+        EmbeddedChannel channel = new EmbeddedChannel();
+        channel.freezeTime();
+        AtomicInteger flushes = new AtomicInteger(); // a flush is one socket write of what is pending
+        channel.pipeline().addLast(new ChannelOutboundHandlerAdapter() {
+            @Override
+            public void flush(ChannelHandlerContext ctx) {
+                flushes.incrementAndGet();
+                ctx.flush();
+            }
+        }, new HttpServerCodec(), new EventStreamHandler(log, new SseFrames(), 0, Duration.ofSeconds(1)));
+        Client client = new Client();
+        client.drain(channel); // the response head
+
+        log.append(step(1)); // the stream has sent nothing yet: at once
+        channel.runPendingTasks();
+        assertEquals(List.of(1L), ids(client.drain(channel)));
+
+        log.append(step(2));
+        log.append(step(3));
+        channel.advanceTimeBy(999, TimeUnit.MILLISECONDS);
+        channel.runPendingTasks();
+        channel.runScheduledPendingTasks();
+        assertEquals(List.of(), ids(client.drain(channel)), "within a second of the last send, events wait");
+        channel.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        int before = flushes.get();
+        channel.runScheduledPendingTasks();
+        assertEquals(before + 1, flushes.get(), "one socket write for the batch");
+        assertEquals(List.of(2L, 3L), ids(client.drain(channel)));
+
+        channel.advanceTimeBy(5, TimeUnit.SECONDS); // a step slower than the interval goes out at once
+        log.append(step(4));
+        channel.runPendingTasks();
+        assertEquals(List.of(4L), ids(client.drain(channel)));
+
+        log.end(new EndEvent(JobState.SUCCEEDED, 4, null)); // the end waits like a step
+        channel.runPendingTasks();
+        assertTrue(channel.isOpen());
+        channel.advanceTimeBy(1, TimeUnit.SECONDS);
+        channel.runScheduledPendingTasks();
+        assertTrue(client.drain(channel).startsWith("event: end\n"));
+        assertFalse(channel.isOpen());
+    }
+
+    @Test
     void chunksAreSizedInBytesSoTextBeyondAsciiArrivesWhole() {
         JobEventLog log = new JobEventLog(1);
         log.end(new EndEvent(JobState.FAILED, 0, "model stage failed: naïve → ∞ loss"));
@@ -144,7 +196,7 @@ class EventStreamHandlerTest {
         SlowClientChannel channel = new SlowClientChannel();
         channel.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1024, highWaterMark));
         channel.stalled = true;
-        channel.pipeline().addLast(new HttpServerCodec(), new EventStreamHandler(log, new SseFrames(), 0));
+        channel.pipeline().addLast(new HttpServerCodec(), new EventStreamHandler(log, new SseFrames(), 0, Duration.ZERO));
         for (long s = 1; s <= steps; s++) {
             log.append(step(s));
         }

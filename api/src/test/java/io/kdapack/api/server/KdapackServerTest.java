@@ -42,7 +42,7 @@ class KdapackServerTest {
 
     private void startServer() throws Exception {
         ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, temp.resolve("token"), 64 * 1024, temp,
-                Duration.ofSeconds(10), 16,
+                Duration.ZERO, Duration.ofSeconds(10), 16,
                 new PipelineSettings(2, Duration.ofSeconds(60), Duration.ofSeconds(60), Duration.ofSeconds(10)));
         KdapackServer server = KdapackServer.start(settings, TOKEN, factory);
         servers.add(server);
