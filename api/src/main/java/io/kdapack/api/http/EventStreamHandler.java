@@ -32,9 +32,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * ({@link SseFrames}), one buffer per event, so the encoder steps aside once the head is out (with 500 streams,
  * the encoder's three buffers and promise per event were a measurable share of the server's CPU).
  *
- * <p>Batching: a stream sends at most once per batch interval. An event that comes when the last send is older
- * than the interval goes out at once (steps slower than the interval see no delay); one that comes sooner waits,
- * with any that follow, until the interval is over, and they go out together in one socket write. A send costs a
+ * <p>Batching: a stream sends at most once per batch interval (intervals counted on the event loop's clock, the same
+ * for every stream). An event that comes after the interval of the last send is over goes out at once (steps slower
+ * than the interval see no delay); one that comes sooner waits, with any that follow, until that interval is over,
+ * and they go out together in one socket write. A send costs a
  * subscriber about the same CPU whatever it carries (two loopback TCP segments, mostly kernel time), so with
  * hundreds of subscribers and fast steps this divides the streaming cost by the events per batch. Catching up
  * (a late client, or a slow one whose socket drains) is never held back; the end event waits like a step.
@@ -48,7 +49,7 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
     private final AtomicBoolean pumpScheduled = new AtomicBoolean();
     /** The event loop's clock (a test's embedded loop can move it). */
     private Ticker ticker = Ticker.systemTicker();
-    /** The time on {@link #ticker} before which new events wait: the last send plus the batch interval. */
+    /** The time on {@link #ticker} before which new events wait: the end of the batch interval of the last send. */
     private volatile long holdUntil;
     private ChannelHandlerContext context;
     private Runnable unsubscribe;
@@ -151,8 +152,17 @@ public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
         }
         context.flush();
         if (wrote) {
-            holdUntil = ticker.nanoTime() + batchNanos;
+            holdUntil = nextBatchBoundary(ticker.nanoTime());
         }
+    }
+
+    /**
+     * The first multiple of the batch interval after {@code now} on the event loop's clock: the streams that sent in
+     * the same interval wait for the same instant, so that an event loop wakes once for all of its streams, not once
+     * for each (waking hundreds of times a second preempts the trainer's threads on a small machine).
+     */
+    private long nextBatchBoundary(long now) {
+        return batchNanos == 0 ? now : Math.floorDiv(now, batchNanos) * batchNanos + batchNanos;
     }
 
     private void stopListening() {
