@@ -7,6 +7,7 @@ import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.api.bench.SseSubscribersProcess;
 import io.kdapack.api.http.DataRoot;
+import io.kdapack.api.http.HttpApiServer;
 import io.kdapack.api.jobs.TrainingJobFactory;
 import io.kdapack.api.server.KdapackServer;
 import io.kdapack.api.server.ServerSettings;
@@ -152,6 +153,8 @@ final class ServerBenchCommand implements Callable<Integer> {
                 out.put("server_streamed_steps_per_s", rates(streamed));
                 out.put("overhead_server_streamed", medianOverhead(direct, streamed, r -> 1 / r.stepsPerSecond()));
                 out.put("cpu_overhead_server_streamed", medianOverhead(direct, streamed, Run::cpuSecondsPerStep));
+                out.put("streaming_cpu_share", median(streamed.stream()
+                        .mapToDouble(r -> r.streamingCpuSecondsPerStep() / r.cpuSecondsPerStep())));
             }
             Map<String, Double> cpu = new LinkedHashMap<>();
             cpu.put("direct", median(direct.stream().mapToDouble(Run::cpuSecondsPerStep)));
@@ -169,9 +172,10 @@ final class ServerBenchCommand implements Callable<Integer> {
 
     /**
      * One run's steady state: steps/s, and CPU seconds per step of this JVM (and of the subscribers' JVM, when there is
-     * one) over the same steps: the cost in CPU, which another process's load on the machine hardly changes.
+     * one) over the same steps: the cost in CPU, which another process's load on the machine hardly changes; and the
+     * part of it spent streaming (the server's HTTP worker threads and the subscribers' JVM; 0 for the direct loop).
      */
-    private record Run(double stepsPerSecond, double cpuSecondsPerStep) {
+    private record Run(double stepsPerSecond, double cpuSecondsPerStep, double streamingCpuSecondsPerStep) {
     }
 
     private static List<Double> rates(List<Run> runs) {
@@ -221,15 +225,19 @@ final class ServerBenchCommand implements Callable<Integer> {
             }
             trainer.saveCheckpoint();
         }
-        return steadyState(stepEnds, cpu);
+        return steadyState(stepEnds, cpu, new long[steps]);
     }
 
-    /** Over steps {@code W+1 … N}: {@code (N − W) / (t_N − t_W)} and the CPU time they took per step. */
-    private Run steadyState(long[] stepEnds, long[] cpu) {
+    /**
+     * Over steps {@code W+1 … N}: {@code (N − W) / (t_N − t_W)}, and the CPU time ({@code cpu}) and streaming CPU time
+     * ({@code streaming}) they took per step.
+     */
+    private Run steadyState(long[] stepEnds, long[] cpu, long[] streaming) {
         int first = warmup - 1;
         int last = steps - 1;
         return new Run((steps - warmup) / ((stepEnds[last] - stepEnds[first]) / 1e9),
-                (cpu[last] - cpu[first]) / 1e9 / (steps - warmup));
+                (cpu[last] - cpu[first]) / 1e9 / (steps - warmup),
+                (streaming[last] - streaming[first]) / 1e9 / (steps - warmup));
     }
 
     private static long processCpuNanos() {
@@ -246,7 +254,9 @@ final class ServerBenchCommand implements Callable<Integer> {
                 .orElseThrow(() -> new IOException("job " + id + " is not known to the server")).events();
         LongSupplier cpu = followers == null ? ServerBenchCommand::processCpuNanos
                 : () -> processCpuNanos() + followers.cpuNanos();
-        StepClock clock = new StepClock(log, steps, cpu);
+        LongSupplier streaming = followers == null ? HttpApiServer::workerCpuNanos
+                : () -> HttpApiServer.workerCpuNanos() + followers.cpuNanos();
+        StepClock clock = new StepClock(log, steps, cpu, streaming);
         if (clock.untimed() >= warmup) {
             throw new IOException("the job ran " + clock.untimed() + " steps before it could be timed; raise --warmup");
         }
@@ -284,16 +294,20 @@ final class ServerBenchCommand implements Callable<Integer> {
         private final JobEventLog log;
         private final long[] stepEnds;
         private final long[] cpu;
+        private final long[] streaming;
         private final LongSupplier cpuNanos;
+        private final LongSupplier streamingCpuNanos;
         private final int untimed;
         private final CountDownLatch ended = new CountDownLatch(1);
         private int timed;
 
-        StepClock(JobEventLog log, int steps, LongSupplier cpuNanos) {
+        StepClock(JobEventLog log, int steps, LongSupplier cpuNanos, LongSupplier streamingCpuNanos) {
             this.log = log;
             this.stepEnds = new long[steps];
             this.cpu = new long[steps];
+            this.streaming = new long[steps];
             this.cpuNanos = cpuNanos;
+            this.streamingCpuNanos = streamingCpuNanos;
             synchronized (this) {
                 log.subscribe(this::onChange);
                 untimed = log.size();
@@ -308,9 +322,11 @@ final class ServerBenchCommand implements Callable<Integer> {
             long now = System.nanoTime();
             int size = Math.min(log.size(), stepEnds.length);
             long cpuNow = timed < size ? cpuNanos.getAsLong() : 0;
+            long streamingNow = timed < size ? streamingCpuNanos.getAsLong() : 0;
             for (; timed < size; timed++) {
                 stepEnds[timed] = now;
                 cpu[timed] = cpuNow;
+                streaming[timed] = streamingNow;
             }
             if (log.end().isPresent()) {
                 ended.countDown();
@@ -329,7 +345,7 @@ final class ServerBenchCommand implements Callable<Integer> {
         }
 
         synchronized Run steadyState() {
-            return ServerBenchCommand.this.steadyState(stepEnds, cpu);
+            return ServerBenchCommand.this.steadyState(stepEnds, cpu, streaming);
         }
     }
 

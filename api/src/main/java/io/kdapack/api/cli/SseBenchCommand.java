@@ -129,16 +129,13 @@ final class SseBenchCommand implements Callable<Integer> {
     /** CPU nanoseconds so far of the server's event loops and of the subscribers' thread. */
     private static Map<String, Long> cpuByRole() {
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-        Map<String, Long> cpu = new LinkedHashMap<>(Map.of("server", 0L, "subscribers", 0L));
+        long subscribers = 0;
         for (ThreadInfo thread : threads.getThreadInfo(threads.getAllThreadIds())) {
-            String role = thread == null ? null
-                    : thread.getThreadName().startsWith(HttpApiServer.WORKER_THREADS) ? "server"
-                    : thread.getThreadName().equals(SseSubscribers.THREAD_NAME) ? "subscribers" : null;
-            if (role != null) {
-                cpu.merge(role, Math.max(0, threads.getThreadCpuTime(thread.getThreadId())), Long::sum);
+            if (thread != null && thread.getThreadName().equals(SseSubscribers.THREAD_NAME)) {
+                subscribers += Math.max(0, threads.getThreadCpuTime(thread.getThreadId()));
             }
         }
-        return cpu;
+        return Map.of("server", HttpApiServer.workerCpuNanos(), "subscribers", subscribers);
     }
 
     private static double median(List<double[]> rows, int column) {
