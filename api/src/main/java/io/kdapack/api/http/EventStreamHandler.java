@@ -35,10 +35,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Batching: a stream sends at most once per batch interval (intervals counted on the event loop's clock, the same
  * for every stream). An event that comes after the interval of the last send is over goes out at once (steps slower
  * than the interval see no delay); one that comes sooner waits, with any that follow, until that interval is over,
- * and they go out together in one socket write. A send costs a
- * subscriber about the same CPU whatever it carries (two loopback TCP segments, mostly kernel time), so with
- * hundreds of subscribers and fast steps this divides the streaming cost by the events per batch. Catching up
- * (a late client, or a slow one whose socket drains) is never held back; the end event waits like a step.
+ * and they go out together in one socket write. A send costs a subscriber about the same CPU whatever it carries
+ * (two loopback TCP segments, mostly kernel time), so with hundreds of subscribers and fast steps this divides the
+ * streaming cost by the events per batch. Catching up (a late client, or a slow one whose socket drains) is never
+ * held back; the end event waits like a step.
  */
 public final class EventStreamHandler extends ChannelInboundHandlerAdapter {
 
