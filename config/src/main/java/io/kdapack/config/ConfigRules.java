@@ -68,7 +68,8 @@ final class ConfigRules {
             Map.entry("server.token_file", nonBlank()),
             Map.entry("server.max_body_bytes", new Rule(v -> (long) v >= 1, "expected an integer >= 1")),
             Map.entry("server.data_root", nonBlank()),
-            Map.entry("server.event_batch_ms", new Rule(v -> (long) v >= 0, "expected an integer >= 0 (0 = each event at once)")));
+            Map.entry("server.event_batch_ms", new Rule(v -> (long) v >= 0 && (long) v <= 3_600_000,
+                    "expected an integer in [0, 3600000] (0 = each event at once; at most an hour)")));
 
     private ConfigRules() {
     }

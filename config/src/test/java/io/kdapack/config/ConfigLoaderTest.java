@@ -214,6 +214,7 @@ class ConfigLoaderTest {
         bad.forEach((key, value) -> expect(key, value, ConfigRules.RULES.get(key).allowed()));
         expect("model.kda.lower_bound", -5.5, "expected null (softplus gate) or a number in [-5, 0)");
         expect("train.data.split", "0,0,0", "not all zero");
+        expect("server.event_batch_ms", 3_600_001L, ConfigRules.RULES.get("server.event_batch_ms").allowed());
     }
 
     @Test

@@ -107,8 +107,8 @@ final class ServerBenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("need --warmup >= 1, --steps > --warmup, --subscribers >= 0 and "
                     + "--rounds >= 1, got " + warmup + ", " + steps + ", " + subscribers + " and " + rounds);
         }
-        if (eventBatchMs < 0) {
-            throw new IllegalArgumentException("--event-batch-ms must be >= 0, got " + eventBatchMs);
+        if (eventBatchMs < 0 || eventBatchMs > 3_600_000) {
+            throw new IllegalArgumentException("--event-batch-ms must be in [0, 3600000], got " + eventBatchMs);
         }
         KdapackConfig base = ConfigLoader.load(config);
         Path dataset = DatasetPaths.trainPrefix(base.train().data().prefix());

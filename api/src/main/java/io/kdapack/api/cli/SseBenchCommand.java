@@ -73,8 +73,8 @@ final class SseBenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("need --subscribers, --events, --interval-ms and --rounds >= 1, got "
                     + subscribers + ", " + events + ", " + intervalMs + " and " + rounds);
         }
-        if (eventBatchMs < 0) {
-            throw new IllegalArgumentException("--event-batch-ms must be >= 0, got " + eventBatchMs);
+        if (eventBatchMs < 0 || eventBatchMs > 3_600_000) {
+            throw new IllegalArgumentException("--event-batch-ms must be in [0, 3600000], got " + eventBatchMs);
         }
         SseSubscribers.warmUp();
         List<double[]> perRound = new ArrayList<>(); // {server, subscribers} µs per subscriber-event
