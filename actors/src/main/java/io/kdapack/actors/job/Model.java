@@ -30,9 +30,10 @@ import org.apache.pekko.pattern.StatusReply;
  * it asks for the next only when it has taken the previous one), hands all M to one
  * {@link StepCompute#forwardBackward} call (a step's loss weights may depend on all its loss masks, so the
  * micro-batches travel together instead of being read a second time) and the M losses to the loss actor. A
- * micro-batch that does not arrive within the pull timeout, or one out of order, fails the stage. {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so
- * they never come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later
- * ones are refused as busy.
+ * micro-batch that does not arrive within the pull timeout, or one out of order, fails the stage.
+ * {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so they never
+ * come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later ones are
+ * refused as busy.
  */
 public final class Model extends AbstractBehavior<Model.Command> {
 

@@ -15,8 +15,9 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * Segmenter stage and the prefetch buffer of the pipeline (work pulling). The model {@link Pull}s one packed
  * micro-batch at a time; the segmenter keeps {@code ready + fetchesInFlight <= prefetch} so that the next
  * micro-batches are ready while the current step computes, and memory stays bounded by {@code prefetch}
- * micro-batches (besides the M of the step the model holds) whatever the speed ratio between loading and compute. It fetches exactly the job's remaining
- * micro-batches, never one past the end of the planned sample order.
+ * micro-batches (besides the M of the step the model holds) whatever the speed ratio between loading and
+ * compute. It fetches exactly the job's remaining micro-batches, never one past the end of the planned sample
+ * order.
  */
 public final class Segmenter extends AbstractBehavior<Segmenter.Command> {
 

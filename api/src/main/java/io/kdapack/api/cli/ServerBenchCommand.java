@@ -14,6 +14,7 @@ import io.kdapack.api.server.ServerSettings;
 import io.kdapack.config.ConfigLoader;
 import io.kdapack.config.KdapackConfig;
 import io.kdapack.config.ServerConfig;
+import io.kdapack.core.bench.InterleavedTiming;
 import io.kdapack.training.DatasetPaths;
 import io.kdapack.training.HybridModels;
 import io.kdapack.training.Trainer;
@@ -40,7 +41,6 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongSupplier;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.DoubleStream;
 import java.util.stream.IntStream;
@@ -63,7 +63,8 @@ import picocli.CommandLine.Option;
  * lies between two direct runs whose mean is its baseline: the overhead is the median over rounds of
  * {@code baseline / server − 1}, which cancels a drift in the machine's load and ignores a round hit by a burst of it.
  * The subscribers are one NIO selector thread in a JVM of their own ({@link SseSubscribersProcess}), one JVM for all
- * rounds, warmed up before the first job and connected to each job before its step W; each must receive every step and the end, all the same bytes, or the benchmark fails.
+ * rounds, warmed up before the first job and connected to each job before its step W; each must receive every step
+ * and the end, all the same bytes, or the benchmark fails.
  */
 @Command(name = "server", mixinStandardHelpOptions = true,
         description = {"Steady-state steps/s of training through the server (0 and N SSE subscribers) against the "
@@ -84,7 +85,8 @@ final class ServerBenchCommand implements Callable<Integer> {
     @Option(names = "--steps", defaultValue = "20", description = "Optimizer steps per run (default ${DEFAULT-VALUE}).")
     int steps;
 
-    @Option(names = "--warmup", defaultValue = "5", description = "First steps of each run left out of its rate (default ${DEFAULT-VALUE}).")
+    @Option(names = "--warmup", defaultValue = "5",
+            description = "First steps of each run left out of its rate (default ${DEFAULT-VALUE}).")
     int warmup;
 
     @Option(names = "--rounds", defaultValue = "5", description = "Rounds of the three runs, interleaved (default ${DEFAULT-VALUE}).")
@@ -193,9 +195,7 @@ final class ServerBenchCommand implements Callable<Integer> {
     }
 
     private static double median(DoubleStream values) {
-        double[] sorted = values.sorted().toArray();
-        int n = sorted.length;
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+        return InterleavedTiming.median(values.toArray());
     }
 
     /** The configuration as a job document: {@code --steps}, checkpoint at the end only, dataset relative to its root. */
@@ -252,11 +252,7 @@ final class ServerBenchCommand implements Callable<Integer> {
         String id = createJob(address, document);
         JobEventLog log = server.jobs().get(id).toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS)
                 .orElseThrow(() -> new IOException("job " + id + " is not known to the server")).events();
-        LongSupplier cpu = followers == null ? ServerBenchCommand::processCpuNanos
-                : () -> processCpuNanos() + followers.cpuNanos();
-        LongSupplier streaming = followers == null ? HttpApiServer::workerCpuNanos
-                : () -> HttpApiServer.workerCpuNanos() + followers.cpuNanos();
-        StepClock clock = new StepClock(log, steps, cpu, streaming);
+        StepClock clock = new StepClock(log, steps, followers);
         if (clock.untimed() >= warmup) {
             throw new IOException("the job ran " + clock.untimed() + " steps before it could be timed; raise --warmup");
         }
@@ -289,25 +285,27 @@ final class ServerBenchCommand implements Callable<Integer> {
         return JSON.readTree(created.body()).get("id").asText();
     }
 
-    /** Times the end of each step as the job's event log records it (the listener runs on the log's writer). */
+    /**
+     * Times the end of each step as the job's event log records it (the listener runs on the log's writer), with the
+     * CPU time so far of this JVM plus the subscribers' JVM, and of the streaming (HTTP workers plus the subscribers'
+     * JVM; taken only when there are subscribers).
+     */
     private final class StepClock {
         private final JobEventLog log;
+        private final Subscribers followers;
         private final long[] stepEnds;
         private final long[] cpu;
         private final long[] streaming;
-        private final LongSupplier cpuNanos;
-        private final LongSupplier streamingCpuNanos;
         private final int untimed;
         private final CountDownLatch ended = new CountDownLatch(1);
         private int timed;
 
-        StepClock(JobEventLog log, int steps, LongSupplier cpuNanos, LongSupplier streamingCpuNanos) {
+        StepClock(JobEventLog log, int steps, Subscribers followers) {
             this.log = log;
+            this.followers = followers;
             this.stepEnds = new long[steps];
             this.cpu = new long[steps];
             this.streaming = new long[steps];
-            this.cpuNanos = cpuNanos;
-            this.streamingCpuNanos = streamingCpuNanos;
             synchronized (this) {
                 log.subscribe(this::onChange);
                 untimed = log.size();
@@ -321,8 +319,13 @@ final class ServerBenchCommand implements Callable<Integer> {
         private synchronized void onChange() {
             long now = System.nanoTime();
             int size = Math.min(log.size(), stepEnds.length);
-            long cpuNow = timed < size ? cpuNanos.getAsLong() : 0;
-            long streamingNow = timed < size ? streamingCpuNanos.getAsLong() : 0;
+            long cpuNow = 0;
+            long streamingNow = 0;
+            if (timed < size) {
+                long subscribersCpu = followers == null ? 0 : followers.cpuNanos(); // one read of its /proc entry
+                cpuNow = processCpuNanos() + subscribersCpu;
+                streamingNow = followers == null ? 0 : HttpApiServer.workerCpuNanos() + subscribersCpu;
+            }
             for (; timed < size; timed++) {
                 stepEnds[timed] = now;
                 cpu[timed] = cpuNow;
@@ -364,7 +367,8 @@ final class ServerBenchCommand implements Callable<Integer> {
             process = new ProcessBuilder(List.of(java, "-XX:+UseSerialGC", "-Xmx256m",
                     "-cp", System.getProperty("java.class.path"), SseSubscribersProcess.class.getName(),
                     "127.0.0.1", Integer.toString(server.getPort()), TOKEN, Integer.toString(count),
-                    Integer.toString(steps), Long.toString(readIntervalMs))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    Integer.toString(steps), Long.toString(readIntervalMs)))
+                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
             in = process.outputWriter(StandardCharsets.UTF_8);
             this.count = count;

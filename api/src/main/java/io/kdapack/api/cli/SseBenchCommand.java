@@ -11,6 +11,7 @@ import io.kdapack.api.http.HttpApiServer;
 import io.kdapack.api.http.ResponseMetricsHandler;
 import io.kdapack.api.http.SseFrames;
 import io.kdapack.config.ServerConfig;
+import io.kdapack.core.bench.InterleavedTiming;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -77,7 +78,7 @@ final class SseBenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--event-batch-ms must be in [0, 3600000], got " + eventBatchMs);
         }
         SseSubscribers.warmUp();
-        List<double[]> perRound = new ArrayList<>(); // {server, subscribers} µs per subscriber-event
+        List<double[]> perRound = new ArrayList<>(); // {server, subscribers, total} µs per subscriber-event
         try (HttpApiServer server = HttpApiServer.start("127.0.0.1", 0, new StreamInitializer())) {
             for (int round = 0; round <= rounds; round++) {
                 double[] cost = round(server);
@@ -139,9 +140,7 @@ final class SseBenchCommand implements Callable<Integer> {
     }
 
     private static double median(List<double[]> rows, int column) {
-        double[] sorted = rows.stream().mapToDouble(row -> row[column]).sorted().toArray();
-        int n = sorted.length;
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+        return InterleavedTiming.median(rows.stream().mapToDouble(row -> row[column]).toArray());
     }
 
     /** The server's outbound pipeline (codec, response metrics); a request's end turns the connection into a stream. */
@@ -156,7 +155,8 @@ final class SseBenchCommand implements Callable<Integer> {
                     boolean requestEnds = message instanceof LastHttpContent;
                     ReferenceCountUtil.release(message);
                     if (requestEnds) {
-                        ctx.pipeline().replace(this, "events", new EventStreamHandler(log, frames, 0, Duration.ofMillis(eventBatchMs)));
+                        ctx.pipeline().replace(this, "events",
+                                new EventStreamHandler(log, frames, 0, Duration.ofMillis(eventBatchMs)));
                     }
                 }
             });

@@ -159,7 +159,8 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 yield jobs.get(id).thenApply(handle -> {
                     JobHandle job = handle.orElseThrow(() -> ApiException.notFound("no job " + id));
                     // The stream owns the connection from now on; a further request on it is dropped.
-                    ctx.pipeline().replace(this, "events", new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen, eventBatch));
+                    ctx.pipeline().replace(this, "events",
+                            new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen, eventBatch));
                     return new Streaming();
                 });
             }

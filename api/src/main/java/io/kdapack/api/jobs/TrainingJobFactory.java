@@ -120,7 +120,6 @@ public final class TrainingJobFactory implements JobFactory {
 
     /** The step of the newest complete checkpoint ({@link CheckpointStore#latest}); 0 without one. */
     private static long checkpointedStep(Path checkpoints) throws IOException {
-        return new CheckpointStore(checkpoints).latest()
-                .map(dir -> Long.parseLong(dir.getFileName().toString().substring("step-".length()))).orElse(0L);
+        return new CheckpointStore(checkpoints).latest().map(CheckpointStore::stepOf).orElse(0L);
     }
 }

@@ -35,10 +35,19 @@ public final class InterleavedTiming {
         }
         double[] medians = new double[actions.length];
         for (int a = 0; a < actions.length; a++) {
-            Arrays.sort(seconds[a]);
-            medians[a] = repeats % 2 == 1 ? seconds[a][repeats / 2]
-                    : (seconds[a][repeats / 2 - 1] + seconds[a][repeats / 2]) / 2;
+            medians[a] = median(seconds[a]);
         }
         return medians;
+    }
+
+    /** The median of {@code values} (the mean of the middle two for an even count); at least one value. */
+    public static double median(double... values) {
+        if (values.length == 0) {
+            throw new IllegalArgumentException("the median of no values");
+        }
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 }

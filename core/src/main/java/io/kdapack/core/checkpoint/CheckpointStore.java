@@ -249,7 +249,8 @@ public final class CheckpointStore {
                 && Files.isRegularFile(dir.resolve(STATE_FILE));
     }
 
-    private static long stepOf(Path dir) {
+    /** The step of checkpoint directory {@code dir} ({@code step-N}). */
+    public static long stepOf(Path dir) {
         Matcher m = STEP_DIR.matcher(dir.getFileName().toString());
         if (!m.matches()) {
             throw new IllegalStateException("not a checkpoint directory: " + dir);
