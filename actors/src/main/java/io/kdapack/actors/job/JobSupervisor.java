@@ -111,7 +111,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         this.gauges = gauges;
         this.status = JobStatus.starting(jobId, plan.totalSteps(), Instant.now());
         statusTo.tell(status);
-        model = context.spawn(Model.create(backend, settings.pullTimeout()), "model",
+        model = context.spawn(Model.create(backend, settings.pullTimeout(), gauges), "model",
                 DispatcherSelector.fromConfig(COMPUTE_DISPATCHER));
         context.watch(model);
         context.ask(Model.Restored.class, model, settings.storeTimeout(), Model.Restore::new,

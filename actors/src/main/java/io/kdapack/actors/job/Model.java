@@ -33,7 +33,7 @@ import org.apache.pekko.pattern.StatusReply;
  * micro-batch that does not arrive within the pull timeout, or one out of order, fails the stage.
  * {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so they never
  * come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later ones are
- * refused as busy.
+ * refused as busy, and those still waiting when the stage stops are answered with an error.
  */
 public final class Model extends AbstractBehavior<Model.Command> {
 
@@ -83,15 +83,19 @@ public final class Model extends AbstractBehavior<Model.Command> {
     /** True from a {@link RunStep} until its {@link ApplyOptimizer}: gradients are partly accumulated. */
     private boolean inStep;
     private final Queue<Evaluate> waitingEvaluations = new ArrayDeque<>();
+    private final PipelineGauges gauges;
 
-    public static Behavior<Command> create(TrainingBackend backend, Duration pullTimeout) {
-        return Behaviors.setup(context -> new Model(context, backend, pullTimeout));
+    /** @param gauges where the number of {@link #waitingEvaluations} is shown */
+    public static Behavior<Command> create(TrainingBackend backend, Duration pullTimeout, PipelineGauges gauges) {
+        return Behaviors.setup(context -> new Model(context, backend, pullTimeout, gauges));
     }
 
-    private Model(ActorContext<Command> context, TrainingBackend backend, Duration pullTimeout) {
+    private Model(ActorContext<Command> context, TrainingBackend backend, Duration pullTimeout,
+                  PipelineGauges gauges) {
         super(context);
         this.backend = backend;
         this.pullTimeout = pullTimeout;
+        this.gauges = gauges;
     }
 
     @Override
@@ -165,6 +169,7 @@ public final class Model extends AbstractBehavior<Model.Command> {
         while (!waitingEvaluations.isEmpty()) {
             evaluate(waitingEvaluations.remove());
         }
+        gauges.setWaitingEvaluations(0);
         return this;
     }
 
@@ -179,6 +184,7 @@ public final class Model extends AbstractBehavior<Model.Command> {
             evaluate(evaluate);
         } else if (waitingEvaluations.size() < MAX_WAITING_EVALUATIONS) {
             waitingEvaluations.add(evaluate);
+            gauges.setWaitingEvaluations(waitingEvaluations.size());
         } else {
             evaluate.replyTo().tell(StatusReply.error("the model is busy: " + MAX_WAITING_EVALUATIONS
                     + " evaluations are already waiting for the current step to finish"));
@@ -202,6 +208,13 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     private Behavior<Command> onPostStop(PostStop signal) throws Exception {
+        // The step they wait for will not finish: answer now rather than leave the callers to time out.
+        for (Evaluate waiting : waitingEvaluations) {
+            waiting.replyTo().tell(StatusReply.error("the job stopped before its current step finished;"
+                    + " the evaluation was not run"));
+        }
+        waitingEvaluations.clear();
+        gauges.setWaitingEvaluations(0);
         if (compute != null) {
             compute.close();
         }

@@ -386,6 +386,33 @@ class JobManagerTest {
     }
 
     @Test
+    void anEvaluationWaitingForAStepThatNeverFinishesIsAnsweredWhenTheJobFails() {
+        var settings = new PipelineSettings(1, Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(30));
+        var manager = manager(settings);
+        var training = new ScriptedTraining(4, 1, 100).hangingLoaderAt(2);
+        TestProbe<StatusReply<BatchLoss>> reply = testKit.createTestProbe();
+        try {
+            start(manager, "stuck", training, testKit);
+            // Step 2 is done, so step 3 was requested before anything the manager forwards next: the
+            // evaluation waits behind step 3, whose micro-batch never comes.
+            testKit.createTestProbe().awaitAssert(WAIT, () -> {
+                assertEquals(2, job(manager, "stuck").status().step());
+                return null;
+            });
+            manager.tell(new JobManager.Evaluate("stuck", new MicroBatch(1, 1,
+                    new int[] {1}, new int[] {2}, new float[] {1}, new int[] {0}, new int[] {1}, null, null),
+                    reply.getRef()));
+            StatusReply<BatchLoss> answer = reply.receiveMessage(WAIT);
+            assertTrue(answer.isError());
+            assertTrue(answer.getError().getMessage().contains("the job stopped before its current step finished"),
+                    answer.getError().getMessage());
+            assertEquals(JobState.FAILED, awaitTerminal(manager, "stuck").state());
+        } finally {
+            training.releaseHang.countDown();
+        }
+    }
+
+    @Test
     void evaluateUsesTheRunningJobsComputeAndRefusesUnknownJobs() {
         var manager = manager(SETTINGS);
         Semaphore gate = new Semaphore(0);

@@ -28,7 +28,8 @@ public final class ServerMetrics {
     private final MultiGauge tokensPerSecond = MultiGauge.builder("kdapack.job.tokens.per.second")
             .description("token positions per second of the job's last step").register(registry);
     private final MultiGauge queueDepth = MultiGauge.builder("kdapack.job.queue.depth")
-            .description("micro-batches waiting in the job's pipeline: ready (segmented) or loading").register(registry);
+            .description("work waiting in the job's pipeline: micro-batches ready (segmented) or loading, and"
+                    + " evaluations waiting for the step in progress").register(registry);
     private final MultiGauge jobs = MultiGauge.builder("kdapack.jobs")
             .description("jobs known to the server, by state").register(registry);
 
@@ -56,6 +57,7 @@ public final class ServerMetrics {
             }
             queueRows.add(MultiGauge.Row.of(tags.and("queue", "ready"), job.gauges().readyBatches()));
             queueRows.add(MultiGauge.Row.of(tags.and("queue", "loading"), job.gauges().loadsInFlight()));
+            queueRows.add(MultiGauge.Row.of(tags.and("queue", "evaluations"), job.gauges().waitingEvaluations()));
             byState.merge(job.status().state(), 1, Integer::sum);
         }
         List<MultiGauge.Row<?>> stateRows = new ArrayList<>();

@@ -1,12 +1,12 @@
 package io.kdapack.api.http;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.io.Tensor;
@@ -21,10 +21,12 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -57,9 +59,9 @@ class ApiHandlerTest {
         testKit.shutdownTestKit();
     }
 
-    private static EmbeddedHttp http(JobFactory factory) {
+    private static InVmHttp http(JobFactory factory) throws InterruptedException {
         var jobs = new JobService(manager, testKit.system().scheduler(), factory, factoryCalls, Duration.ofSeconds(10));
-        return new EmbeddedHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, MAX_BODY, openApi, Duration.ZERO));
+        return new InVmHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, MAX_BODY, openApi, Duration.ZERO));
     }
 
     private static JsonNode json(FullHttpResponse response) throws IOException {
@@ -103,14 +105,13 @@ class ApiHandlerTest {
         try (var http = http(new ScriptedJobFactory())) {
             String jobs = "GET /v1/jobs HTTP/1.1\r\nHost: x" + AUTH + "\r\n\r\n";
             String health = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-            http.server.writeInbound(io.netty.buffer.Unpooled.copiedBuffer(jobs + health + jobs, StandardCharsets.US_ASCII));
+            http.sendRaw(jobs + health + jobs);
             assertTrue(json(http.response()).has("jobs"), "first: the job list (answered asynchronously)");
             assertEquals("ok", json(http.response()).get("status").asText(), "second: health, after it");
             assertTrue(json(http.response()).has("jobs"));
         }
         try (var http = http(new ScriptedJobFactory())) {
-            http.server.writeInbound(io.netty.buffer.Unpooled.copiedBuffer("GET / HTTP/1.1\r\nBad Header\r\n\r\n",
-                    StandardCharsets.US_ASCII));
+            http.sendRaw("GET / HTTP/1.1\r\nBad Header\r\n\r\n");
             error(http.response(), 400, "malformed HTTP request");
         }
     }
@@ -178,7 +179,7 @@ class ApiHandlerTest {
         }
     }
 
-    private static void stepsChecks(EmbeddedHttp http, ScriptedJobFactory factory) throws Exception {
+    private static void stepsChecks(InVmHttp http, ScriptedJobFactory factory) throws Exception {
         {
             FullHttpResponse created = http.exchange("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                     + AUTH, "{\"steps\": 5, \"gated\": true}");
@@ -206,8 +207,9 @@ class ApiHandlerTest {
             error(http.exchange(post, "{\"job\": \"nope\", " + good + "}"), 404, "no job nope");
 
             // The job is inside step 1 (its loader waits at the gate): the evaluation waits for that step.
+            awaitRunningWithStepsDone(http, job, 0);
             http.send(post, ("{\"job\": \"" + job + "\", " + good + "}").getBytes(StandardCharsets.UTF_8));
-            factory.gate.release(1);
+            releaseStepOnceEvaluationWaits(job, factory);
             FullHttpResponse loss = http.response();
             assertEquals(200, loss.status().code(), () -> loss.content().toString(StandardCharsets.UTF_8));
             JsonNode body = json(loss);
@@ -226,8 +228,9 @@ class ApiHandlerTest {
                     .build().toBytes();
             String binary = "POST /v1/steps?job=" + job + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream"
                     + AUTH;
+            awaitRunningWithStepsDone(http, job, 1);
             http.send(binary, tensors);
-            factory.gate.release(1); // step 2 is in progress now
+            releaseStepOnceEvaluationWaits(job, factory);
             FullHttpResponse fromTensors = http.response();
             assertEquals(200, fromTensors.status().code(), () -> fromTensors.content().toString(StandardCharsets.UTF_8));
             assertEquals(body, json(fromTensors), "the same answer as for JSON arrays");
@@ -238,6 +241,42 @@ class ApiHandlerTest {
         }
     }
 
+    /**
+     * Polls the job's status until it runs with {@code steps} steps done. Its supervisor has then asked the
+     * model for step {@code steps + 1} before it forwards any later evaluation, so that evaluation waits for
+     * that step, which needs one more permit of the gate.
+     */
+    private static void awaitRunningWithStepsDone(InVmHttp http, String job, int steps) throws Exception {
+        JsonNode status = null;
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            status = json(http.exchange("GET /v1/jobs/" + job + " HTTP/1.1\r\nHost: x" + AUTH, ""));
+            if (status.get("state").asText().equals("running") && status.get("step").asInt() == steps) {
+                return;
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("job " + job + " did not reach step " + steps + " within 10 s: " + status);
+    }
+
+    /**
+     * Lets the step in progress finish once the evaluation just sent waits for it at the model. Released any
+     * earlier, the permit could let the step finish before the evaluation arrives, and leave the evaluation
+     * waiting behind the next step, which no permit ever lets through.
+     */
+    private static void releaseStepOnceEvaluationWaits(String job, ScriptedJobFactory factory) throws Exception {
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            JobHandle handle = AskPattern.<JobManager.Command, Optional<JobHandle>>ask(manager,
+                    replyTo -> new JobManager.GetJob(job, replyTo), Duration.ofSeconds(10), testKit.scheduler())
+                    .toCompletableFuture().get().orElseThrow();
+            if (handle.gauges().waitingEvaluations() == 1) {
+                factory.gate.release(1);
+                return;
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("the evaluation did not wait for the step of job " + job + " within 10 s");
+    }
+
     @Test
     void aTooLargeBodyAnswers413AndClosesWhileNewConnectionsAreServed() throws Exception {
         var factory = new ScriptedJobFactory();
@@ -246,8 +285,7 @@ class ApiHandlerTest {
             FullHttpResponse tooLarge = http.exchange("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                     + AUTH, huge);
             error(tooLarge, 413, "request body larger than " + MAX_BODY + " bytes");
-            http.server.runPendingTasks();
-            assertFalse(http.server.isOpen(), "the oversized connection is closed");
+            assertTrue(http.closedByServer(), "the oversized connection is closed");
         }
         try (var http = http(factory)) {
             assertEquals(200, http.exchange("GET /healthz HTTP/1.1\r\nHost: x", "").status().code());
@@ -268,6 +306,7 @@ class ApiHandlerTest {
             assertTrue(text.contains("kdapack_http_requests_total{status=\"201\"} 1.0"), text);
             assertTrue(text.contains("kdapack_job_steps{job=\"j"), text);
             assertTrue(text.contains("kdapack_job_queue_depth{job=\"j"), text);
+            assertTrue(text.contains("queue=\"evaluations\"}"), text);
             assertTrue(text.contains("kdapack_jobs{state=\"running\"}") || text.contains("kdapack_jobs{state=\"succeeded\"}"),
                     text);
 
