@@ -182,9 +182,11 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     private Behavior<Command> onEvaluate(Evaluate evaluate) {
         Job job = jobs.get(evaluate.jobId());
         if (job == null) {
-            evaluate.replyTo().tell(StatusReply.error("no job " + evaluate.jobId()));
+            evaluate.replyTo().tell(StatusReply.error(
+                    new EvaluationRefused(EvaluationRefused.Reason.UNKNOWN_JOB, "no job " + evaluate.jobId())));
         } else if (job.supervisor() == null || job.handle().status().state().isTerminal()) {
-            evaluate.replyTo().tell(StatusReply.error("job " + evaluate.jobId() + " is not running"));
+            evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
+                    "job " + evaluate.jobId() + " is not running")));
         } else {
             job.supervisor().tell(new JobSupervisor.Evaluate(evaluate.batch(), evaluate.replyTo()));
         }

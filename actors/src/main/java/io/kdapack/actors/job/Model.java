@@ -186,8 +186,9 @@ public final class Model extends AbstractBehavior<Model.Command> {
             waitingEvaluations.add(evaluate);
             gauges.setWaitingEvaluations(waitingEvaluations.size());
         } else {
-            evaluate.replyTo().tell(StatusReply.error("the model is busy: " + MAX_WAITING_EVALUATIONS
-                    + " evaluations are already waiting for the current step to finish"));
+            evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.BUSY,
+                    "the model is busy: " + MAX_WAITING_EVALUATIONS
+                            + " evaluations are already waiting for the current step to finish")));
         }
         return this;
     }
@@ -210,8 +211,8 @@ public final class Model extends AbstractBehavior<Model.Command> {
     private Behavior<Command> onPostStop(PostStop signal) throws Exception {
         // The step they wait for will not finish: answer now rather than leave the callers to time out.
         for (Evaluate waiting : waitingEvaluations) {
-            waiting.replyTo().tell(StatusReply.error("the job stopped before its current step finished;"
-                    + " the evaluation was not run"));
+            waiting.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
+                    "the job stopped before its current step finished; the evaluation was not run")));
         }
         waitingEvaluations.clear();
         gauges.setWaitingEvaluations(0);

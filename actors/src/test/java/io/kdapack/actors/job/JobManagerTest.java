@@ -406,10 +406,42 @@ class JobManagerTest {
             assertTrue(answer.isError());
             assertTrue(answer.getError().getMessage().contains("the job stopped before its current step finished"),
                     answer.getError().getMessage());
+            assertEquals(EvaluationRefused.Reason.NOT_RUNNING, ((EvaluationRefused) answer.getError()).reason(),
+                    "the job's state, not the batch, is at fault");
             assertEquals(JobState.FAILED, awaitTerminal(manager, "stuck").state());
         } finally {
             training.releaseHang.countDown();
         }
+    }
+
+    @Test
+    void evaluationsBeyondTheWaitingLimitAreRefusedAsBusyAndTheOthersAnsweredAfterTheStep() {
+        var manager = manager(SETTINGS);
+        var training = new ScriptedTraining(3, 1, 100).hangingLoaderAt(1);
+        TestProbe<StatusReply<BatchLoss>> reply = testKit.createTestProbe();
+        var batch = new MicroBatch(1, 1, new int[] {1}, new int[] {2}, new float[] {1}, new int[] {0},
+                new int[] {1}, null, null);
+        try {
+            start(manager, "crowded", training, testKit);
+            // Step 1 is done, so step 2 (whose micro-batch hangs) was requested before any evaluation below.
+            testKit.createTestProbe().awaitAssert(WAIT, () -> {
+                assertEquals(1, job(manager, "crowded").status().step());
+                return null;
+            });
+            for (int i = 0; i <= Model.MAX_WAITING_EVALUATIONS; i++) {
+                manager.tell(new JobManager.Evaluate("crowded", batch, reply.getRef()));
+            }
+            Throwable refused = reply.receiveMessage(WAIT).getError();
+            assertEquals(EvaluationRefused.Reason.BUSY, ((EvaluationRefused) refused).reason(), refused.getMessage());
+            assertEquals(Model.MAX_WAITING_EVALUATIONS, job(manager, "crowded").gauges().waitingEvaluations());
+            reply.expectNoMessage(Duration.ofMillis(100));
+        } finally {
+            training.releaseHang.countDown();
+        }
+        for (int i = 0; i < Model.MAX_WAITING_EVALUATIONS; i++) {
+            assertTrue(reply.receiveMessage(WAIT).isSuccess());
+        }
+        assertEquals(0, job(manager, "crowded").gauges().waitingEvaluations());
     }
 
     @Test
@@ -423,7 +455,9 @@ class JobManagerTest {
                 new float[] {1, 1}, new int[] {0, 1}, new int[] {1, 1}, null, null);
 
         manager.tell(new JobManager.Evaluate("nope", batch, reply.getRef()));
-        assertTrue(reply.receiveMessage(WAIT).getError().getMessage().contains("no job nope"));
+        Throwable unknown = reply.receiveMessage(WAIT).getError();
+        assertTrue(unknown.getMessage().contains("no job nope"), unknown.getMessage());
+        assertEquals(EvaluationRefused.Reason.UNKNOWN_JOB, ((EvaluationRefused) unknown).reason());
 
         // Evaluate is served between micro-batches; let the job's steps through so the model is free.
         gate.release(100);

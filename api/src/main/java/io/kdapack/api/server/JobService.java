@@ -1,6 +1,7 @@
 package io.kdapack.api.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.job.EvaluationRefused;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobState;
@@ -95,7 +96,10 @@ public final class JobService {
         });
     }
 
-    /** The loss of {@code batch} under job {@code id}'s current weights: 404 unknown job, 409 not running. */
+    /**
+     * The loss of {@code batch} under job {@code id}'s current weights: 404 unknown job, 409 not running (or
+     * stopped while the evaluation waited for its step), 503 too many evaluations waiting or no answer in time.
+     */
     public CompletionStage<BatchLoss> evaluate(String id, MicroBatch batch) {
         return get(id).thenCompose(handle -> {
             JobStatus status = handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status();
@@ -106,11 +110,24 @@ public final class JobService {
                             "job " + id + " (its model is busy with a step, or stuck)")
                     .thenApply(reply -> {
                         if (reply.isError()) {
-                            throw ApiException.badRequest(reply.getError().getMessage(), null);
+                            throw evaluationError(reply.getError());
                         }
                         return reply.getValue();
                     });
         });
+    }
+
+    /** A refusal for the job's sake maps to its status; any other error is the batch's fault (400). */
+    private static ApiException evaluationError(Throwable error) {
+        String message = error.getMessage();
+        if (error instanceof EvaluationRefused refused) {
+            return switch (refused.reason()) {
+                case UNKNOWN_JOB -> ApiException.notFound(message);
+                case NOT_RUNNING -> ApiException.conflict(message);
+                case BUSY -> new ApiException(HttpResponseStatus.SERVICE_UNAVAILABLE, message, null);
+            };
+        }
+        return ApiException.badRequest(message, null);
     }
 
     /** Asks every running job to checkpoint and stop; completes when all have stopped. */
