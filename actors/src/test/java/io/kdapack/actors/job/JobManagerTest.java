@@ -387,7 +387,8 @@ class JobManagerTest {
 
     @Test
     void anEvaluationWaitingForAStepThatNeverFinishesIsAnsweredWhenTheJobFails() {
-        var settings = new PipelineSettings(1, Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(30));
+        // The pull timeout fails the job; it leaves the evaluation below seconds to arrive before that.
+        var settings = new PipelineSettings(1, Duration.ofSeconds(4), Duration.ofSeconds(30), Duration.ofSeconds(30));
         var manager = manager(settings);
         var training = new ScriptedTraining(4, 1, 100).hangingLoaderAt(2);
         TestProbe<StatusReply<BatchLoss>> reply = testKit.createTestProbe();
