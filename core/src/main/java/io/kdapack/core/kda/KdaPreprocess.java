@@ -81,6 +81,7 @@ public final class KdaPreprocess {
         float[] qNorm = options.qkL2Norm() ? new float[t * h] : null;
         float[] kNorm = options.qkL2Norm() ? new float[t * h] : null;
         boolean[] inside = insideSegments(in.segments());
+        Gate gate = new Gate(in, options);
         runner.run(blocks(t), b -> {
             for (int p = b * TOKEN_BLOCK, end = Math.min(t, p + TOKEN_BLOCK); p < end; p++) {
                 if (!inside[p]) {
@@ -99,9 +100,7 @@ public final class KdaPreprocess {
                 for (int vh = 0; vh < hv; vh++) {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
-                    for (int i = 0; i < kd; i++) {
-                        decay[headRow * kd + i] = decay(in, options, vh, i, in.g()[row * kd + i]);
-                    }
+                    gate.decayRow(vh, in.g(), row * kd, decay, headRow * kd);
                     System.arraycopy(in.v(), row * vd, v, headRow * vd, vd);
                     beta[headRow] = options.betaSigmoid() ? sigmoid(in.beta()[row]) : in.beta()[row];
                 }
@@ -143,7 +142,7 @@ public final class KdaPreprocess {
         float[] rawDg = new float[t * hv * kd];
         float[] rawDBeta = new float[t * hv];
         boolean gateInOp = options.gate() != KdaOptions.Gate.NONE;
-        boolean withALog = in.aLog() != null;
+        Gate gate = new Gate(in, options);
         int blocks = blocks(t);
         double[][] dALogSums = new double[blocks][hv];
         double[][] dDtBiasSums = new double[blocks][hv * kd];
@@ -168,28 +167,14 @@ public final class KdaPreprocess {
                 for (int vh = 0; vh < hv; vh++) {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
-                    for (int i = 0; i < kd; i++) {
-                        int e = row * kd + i;
-                        float dDecayE = dDecay[headRow * kd + i];
-                        if (!gateInOp) {
-                            rawDg[e] = dDecayE;
-                            continue;
-                        }
-                        float x = in.g()[e] + in.dtBias()[vh * kd + i];
-                        float dx = dDecayE * gateSlope(in, options, vh, x);
-                        rawDg[e] = dx;
-                        dDtBiasSum[vh * kd + i] += dx;
-                        if (withALog) {
-                            dALogSum[vh] += (double) dDecayE
-                                    * gateALogSlope(in, options, vh, x, prepared.decay()[headRow * kd + i]);
-                        }
-                    }
+                    gate.backwardRow(vh, in.g(), row * kd, dDecay, prepared.decay(), headRow * kd, rawDg,
+                            dDtBiasSum, dALogSum);
                     float bt = prepared.beta()[headRow];
                     rawDBeta[row] = options.betaSigmoid() ? dBeta[headRow] * bt * (1f - bt) : dBeta[headRow];
                 }
             }
         });
-        float[] dALog = withALog ? sumBlocks(dALogSums, hv) : null;
+        float[] dALog = in.aLog() != null ? sumBlocks(dALogSums, hv) : null;
         float[] dDtBias = gateInOp ? sumBlocks(dDtBiasSums, hv * kd) : null;
         return new RawGradients(rawDq, rawDk, rawDg, rawDBeta, dALog, dDtBias);
     }
@@ -232,43 +217,96 @@ public final class KdaPreprocess {
         }
     }
 
-    /** The log-space decay of raw gate entry {@code g} of value head {@code vh}, key channel {@code i}. */
-    static float decay(KdaInputs in, KdaOptions options, int vh, int i, float g) {
-        return switch (options.gate()) {
-            case NONE -> g;
-            case SOFTPLUS -> (float) (-Math.exp(in.aLog()[vh]) * softplus(g + in.dtBias()[vh * in.keyDim() + i]));
-            case LOWER_BOUND -> {
-                float x = g + in.dtBias()[vh * in.keyDim() + i];
-                yield options.lowerBound() * sigmoid(aScale(in, vh) * x);
-            }
-        };
-    }
+    /**
+     * The gate of a call with its per-value-head constant {@code exp(A_log)} computed once, so that the work
+     * per element is a softplus or a sigmoid; the values are bitwise those of computing it per element.
+     */
+    private static final class Gate {
 
-    /** {@code ∂decay/∂x} with {@code x = g + dt_bias}. */
-    private static float gateSlope(KdaInputs in, KdaOptions options, int vh, float x) {
-        return switch (options.gate()) {
-            case NONE -> 1f;
-            case SOFTPLUS -> (float) (-Math.exp(in.aLog()[vh]) * sigmoid(x));
-            case LOWER_BOUND -> {
-                float a = aScale(in, vh);
-                float sig = sigmoid(a * x);
-                yield options.lowerBound() * sig * (1f - sig) * a;
-            }
-        };
-    }
+        private final KdaOptions.Gate form;
+        private final int keyDim;
+        private final float[] dtBias;
+        private final float lowerBound;
+        private final boolean withALog;
+        /** SOFTPLUS: {@code −exp(A_log)} per value head, in double. */
+        private final double[] minusA;
+        /** LOWER_BOUND: {@code exp(A_log)} per value head as a float, 1 without {@code A_log}. */
+        private final float[] aScale;
 
-    /** {@code ∂decay/∂A_log}. */
-    private static double gateALogSlope(KdaInputs in, KdaOptions options, int vh, float x, float decay) {
-        if (options.gate() == KdaOptions.Gate.SOFTPLUS) {
-            return decay; // decay = −exp(A_log)·softplus(x), so its A_log-derivative is itself
+        Gate(KdaInputs in, KdaOptions options) {
+            form = options.gate();
+            keyDim = in.keyDim();
+            dtBias = in.dtBias();
+            lowerBound = options.lowerBound();
+            withALog = in.aLog() != null;
+            int heads = in.valueHeads();
+            minusA = new double[heads];
+            aScale = new float[heads];
+            for (int vh = 0; vh < heads; vh++) {
+                if (form == KdaOptions.Gate.SOFTPLUS) {
+                    minusA[vh] = -Math.exp(in.aLog()[vh]);
+                }
+                aScale[vh] = withALog ? (float) Math.exp(in.aLog()[vh]) : 1f;
+            }
         }
-        float a = aScale(in, vh);
-        float sig = sigmoid(a * x);
-        return (double) options.lowerBound() * sig * (1f - sig) * a * x;
-    }
 
-    private static float aScale(KdaInputs in, int vh) {
-        return in.aLog() == null ? 1f : (float) Math.exp(in.aLog()[vh]);
+        /** {@code decay[at + i]}, the log-space decay of raw gate entry {@code g[gAt + i]} of value head vh, i < K. */
+        void decayRow(int vh, float[] g, int gAt, float[] decay, int at) {
+            switch (form) {
+                case NONE -> System.arraycopy(g, gAt, decay, at, keyDim);
+                case SOFTPLUS -> {
+                    double minus = minusA[vh];
+                    for (int i = 0; i < keyDim; i++) {
+                        decay[at + i] = (float) (minus * softplus(g[gAt + i] + dtBias[vh * keyDim + i]));
+                    }
+                }
+                case LOWER_BOUND -> {
+                    float a = aScale[vh];
+                    for (int i = 0; i < keyDim; i++) {
+                        float x = g[gAt + i] + dtBias[vh * keyDim + i];
+                        decay[at + i] = lowerBound * sigmoid(a * x);
+                    }
+                }
+            }
+        }
+
+        /**
+         * Backward of {@link #decayRow}: {@code dg[gAt + i] = dDecay[at + i] · ∂decay/∂x} with
+         * {@code x = g + dt_bias}, added to {@code dDtBiasSum[vh·K + i]}, and {@code dDecay · ∂decay/∂A_log}
+         * added to {@code dALogSum[vh]} in i order.
+         */
+        void backwardRow(int vh, float[] g, int gAt, float[] dDecay, float[] decay, int at, float[] dg,
+                         double[] dDtBiasSum, double[] dALogSum) {
+            switch (form) {
+                case NONE -> System.arraycopy(dDecay, at, dg, gAt, keyDim);
+                case SOFTPLUS -> {
+                    double minus = minusA[vh];
+                    for (int i = 0; i < keyDim; i++) {
+                        float dDecayE = dDecay[at + i];
+                        float x = g[gAt + i] + dtBias[vh * keyDim + i];
+                        float dx = dDecayE * (float) (minus * sigmoid(x));
+                        dg[gAt + i] = dx;
+                        dDtBiasSum[vh * keyDim + i] += dx;
+                        // decay = −exp(A_log)·softplus(x), so its A_log-derivative is itself.
+                        dALogSum[vh] += (double) dDecayE * decay[at + i];
+                    }
+                }
+                case LOWER_BOUND -> {
+                    float a = aScale[vh];
+                    for (int i = 0; i < keyDim; i++) {
+                        float dDecayE = dDecay[at + i];
+                        float x = g[gAt + i] + dtBias[vh * keyDim + i];
+                        float sig = sigmoid(a * x);
+                        float dx = dDecayE * (lowerBound * sig * (1f - sig) * a);
+                        dg[gAt + i] = dx;
+                        dDtBiasSum[vh * keyDim + i] += dx;
+                        if (withALog) {
+                            dALogSum[vh] += (double) dDecayE * ((double) lowerBound * sig * (1f - sig) * a * x);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /** Row {@code row} of {@code raw [T·H,K]}, normalised (with norms) and scaled, into {@code out[at …+dim]}. */
