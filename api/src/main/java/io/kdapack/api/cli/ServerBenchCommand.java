@@ -6,8 +6,8 @@ import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.api.bench.SseSubscribersProcess;
+import io.kdapack.api.bench.ThreadCpu;
 import io.kdapack.api.http.DataRoot;
-import io.kdapack.api.http.HttpApiServer;
 import io.kdapack.api.jobs.TrainingJobFactory;
 import io.kdapack.api.server.KdapackServer;
 import io.kdapack.api.server.ServerSettings;
@@ -324,7 +324,7 @@ final class ServerBenchCommand implements Callable<Integer> {
             if (timed < size) {
                 long subscribersCpu = followers == null ? 0 : followers.cpuNanos(); // one read of its /proc entry
                 cpuNow = processCpuNanos() + subscribersCpu;
-                streamingNow = followers == null ? 0 : HttpApiServer.workerCpuNanos() + subscribersCpu;
+                streamingNow = followers == null ? 0 : ThreadCpu.httpWorkers() + subscribersCpu;
             }
             for (; timed < size; timed++) {
                 stepEnds[timed] = now;

@@ -6,6 +6,7 @@ import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.actors.events.StepEvent;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.api.bench.SseSubscribers;
+import io.kdapack.api.bench.ThreadCpu;
 import io.kdapack.api.http.EventStreamHandler;
 import io.kdapack.api.http.HttpApiServer;
 import io.kdapack.api.http.ResponseMetricsHandler;
@@ -19,9 +20,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadInfo;
-import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -129,14 +127,8 @@ final class SseBenchCommand implements Callable<Integer> {
 
     /** CPU nanoseconds so far of the server's event loops and of the subscribers' thread. */
     private static Map<String, Long> cpuByRole() {
-        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-        long subscribers = 0;
-        for (ThreadInfo thread : threads.getThreadInfo(threads.getAllThreadIds())) {
-            if (thread != null && thread.getThreadName().equals(SseSubscribers.THREAD_NAME)) {
-                subscribers += Math.max(0, threads.getThreadCpuTime(thread.getThreadId()));
-            }
-        }
-        return Map.of("server", HttpApiServer.workerCpuNanos(), "subscribers", subscribers);
+        return Map.of("server", ThreadCpu.httpWorkers(),
+                "subscribers", ThreadCpu.nanos(SseSubscribers.THREAD_NAME::equals));
     }
 
     private static double median(List<double[]> rows, int column) {

@@ -14,9 +14,6 @@ import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadInfo;
-import java.lang.management.ThreadMXBean;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -32,18 +29,6 @@ public final class HttpApiServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HttpApiServer.class);
     /** Name prefix of the threads that serve connections (for per-thread CPU figures). */
     public static final String WORKER_THREADS = "http-worker";
-
-    /** CPU time so far of this JVM's connection-serving threads ({@link #WORKER_THREADS}), in nanoseconds. */
-    public static long workerCpuNanos() {
-        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-        long total = 0;
-        for (ThreadInfo thread : threads.getThreadInfo(threads.getAllThreadIds())) {
-            if (thread != null && thread.getThreadName().startsWith(WORKER_THREADS)) {
-                total += Math.max(0, threads.getThreadCpuTime(thread.getThreadId()));
-            }
-        }
-        return total;
-    }
 
     /** Jobs have checkpointed before the server closes, so in-flight responses need only a short grace. */
     private static final long QUIET_MILLIS = 100;

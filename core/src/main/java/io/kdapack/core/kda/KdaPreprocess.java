@@ -243,10 +243,11 @@ public final class KdaPreprocess {
             minusA = new double[heads];
             aScale = new float[heads];
             for (int vh = 0; vh < heads; vh++) {
-                if (form == KdaOptions.Gate.SOFTPLUS) {
-                    minusA[vh] = -Math.exp(in.aLog()[vh]);
+                switch (form) {
+                    case SOFTPLUS -> minusA[vh] = -Math.exp(in.aLog()[vh]);
+                    case LOWER_BOUND -> aScale[vh] = withALog ? (float) Math.exp(in.aLog()[vh]) : 1f;
+                    case NONE -> { }
                 }
-                aScale[vh] = withALog ? (float) Math.exp(in.aLog()[vh]) : 1f;
             }
         }
 
