@@ -14,10 +14,12 @@ budget_mib=30
 
 rm -rf "$out"
 mkdir -p "$out/lib"
-mvn -B -q -f "$root/pom.xml" -pl gpu -am -Dmaven.test.skip=true -Dptx.skip package \
+mvn -B -q -f "$root/pom.xml" -pl gpu -am -DskipTests -Dptx.skip package \
     dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out/lib" \
     -DexcludeGroupIds=io.vertx,io.netty,org.yaml
+# The device check lives in the gpu module's test sources, beside the code it checks: ship its test classes too.
 cp "$root"/gpu/target/kdapack-gpu-*.jar "$out/lib/"
+"$JAVA_HOME/bin/jar" cf "$out/lib/kdapack-gpu-check.jar" -C "$root/gpu/target/test-classes" .
 # The reactor copies every module's dependencies: keep the newest version of each artifact.
 for base in $(ls "$out/lib" | sed -E 's/-[0-9][0-9.]*(-SNAPSHOT|\.Final)?(-linux-x86_64)?\.jar$//' | sort | uniq -d); do
   ls "$out/lib/$base"-[0-9]*.jar | sort -V | head -n -1 | xargs rm -f
@@ -39,7 +41,7 @@ tar -C "$out/runtime" -cf - . | xz -6 -T2 > "$out/runtime.tar.xz"
 # Check here that the packed runtime reads the golden cases and runs the CPU reference (then stops at the driver).
 set +e
 "$out/runtime/bin/java" --add-modules jdk.incubator.vector -cp "$out/lib/*" io.kdapack.gpu.DeviceCheck \
-    "$root/core/src/test/resources/golden" 2>/dev/null
+    "$root/testkit/src/main/resources/golden" 2>/dev/null
 status=$?
 set -e
 rm -rf "$out/runtime"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the PTX that the gpu jar ships, from src/main/cuda into src/main/resources/io/kdapack/gpu/ptx:
-#   <module>.sm_90.ptx       Hopper (H100/H200)
-#   <module>.compute_75.ptx  portable: the driver JIT-compiles it for any GPU of compute capability >= 7.5
+#   <module>.ptx             compute_75: the driver JIT-compiles it for any GPU of compute capability >= 7.5,
+#                            Hopper (H100/H200) included (an sm_90 build was the same PTX but for its .target line)
 #   SOURCES.sha256           SHA-256 of the sources (kda_common.cuh, kda.cu, conv.cu concatenated), which a unit
 #                            test compares with the sources, so stale committed PTX fails the build anywhere.
 # PTX is regenerated only when the sources changed; ptxas then reports registers, shared memory and spills of every
@@ -24,14 +24,13 @@ modules="kda conv"
 stale=0
 [ "$(cat "$out/SOURCES.sha256" 2>/dev/null || true)" = "$hash" ] || stale=1
 for m in $modules; do
-  for t in sm_90 compute_75; do [ -f "$out/$m.$t.ptx" ] || stale=1; done
+  [ -f "$out/$m.ptx" ] || stale=1
 done
 if [ "$stale" = 1 ]; then
   echo "build-ptx: sources changed, compiling PTX with $("$nvcc" --version | tail -1)"
   pids=()
   for m in $modules; do
-    "$nvcc" -ptx -O3 -std=c++17 -arch=sm_90 -o "$out/$m.sm_90.ptx" "$src/$m.cu" & pids+=($!)
-    "$nvcc" -ptx -O3 -std=c++17 -arch=compute_75 -o "$out/$m.compute_75.ptx" "$src/$m.cu" & pids+=($!)
+    "$nvcc" -ptx -O3 -std=c++17 -arch=compute_75 -o "$out/$m.ptx" "$src/$m.cu" & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
   echo "$hash" > "$out/SOURCES.sha256"
@@ -40,7 +39,7 @@ else
   echo "build-ptx: PTX up to date with the sources ($hash)"
 fi
 for m in $modules; do
-  echo "build-ptx: ptxas -arch=sm_90 -v $m.sm_90.ptx"
-  "$ptxas" -arch=sm_90 -v -o /dev/null "$out/$m.sm_90.ptx" 2>&1 \
+  echo "build-ptx: ptxas -arch=sm_90 -v $m.ptx"
+  "$ptxas" -arch=sm_90 -v -o /dev/null "$out/$m.ptx" 2>&1 \
     | sed -n "s/^ptxas info    : Compiling entry function '\(.*\)' for 'sm_90'/  \1/p; s/^ptxas info    : \(Used .*\)/      \1/p; s/^ *\([0-9]* bytes stack frame.*\)/      \1/p"
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one GPU check of the gpu module, for a lent GPU machine (no Java there). From the repository root:
 #   gpu/device-check.sh [bundle dir]        (default gpu/target/device-bundle, built by gpu/build-device-bundle.sh)
-# Runs io.kdapack.gpu.DeviceCheck: every golden case of core/src/test/resources/golden/{kda,conv} on the CUDA backend
+# Runs io.kdapack.gpu.DeviceCheck: every golden case of testkit/src/main/resources/golden/{kda,conv} on the CUDA backend
 # (fp32: rel. err <= 1e-5 outputs, <= 1e-4 gradients), fresh random problems against the CPU backends (fp32 and
 # bf16), then fwd and fwd+bwd timings at T=8192, H=16, K=V=128, bf16, one document vs 64 packed documents; the
 # timing table comes last. Exit status: 0 all passed, 1 a check failed, 2 no bundle, 3 no CUDA driver or device.
@@ -24,7 +24,7 @@ fi
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/nvidia/lib64:/usr/local/nvidia/lib"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 java=("$runtime/bin/java" -Xmx8g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -cp "$bundle/lib/*")
-golden="$root/core/src/test/resources/golden"
+golden="$root/testkit/src/main/resources/golden"
 if [ "${SANITIZE:-0}" = 1 ]; then
   exec compute-sanitizer --tool memcheck --error-exitcode 1 "${java[@]}" io.kdapack.gpu.DeviceCheck "$golden" --no-bench
 fi

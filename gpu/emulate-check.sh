@@ -11,6 +11,6 @@ mkdir -p "$here/target"
 g++ -std=c++20 -O2 -pthread -o "$bin" "$here/src/test/cuda/golden_check.cpp"
 status=0
 for precision in ${1:-fp32 bf16}; do
-  "$bin" "$here/../core/src/test/resources/golden" "$precision" || status=1
+  "$bin" "$here/../testkit/src/main/resources/golden" "$precision" || status=1
 done
 exit $status

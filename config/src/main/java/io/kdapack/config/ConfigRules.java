@@ -1,5 +1,7 @@
 package io.kdapack.config;
 
+import io.kdapack.core.model.KdaConfig;
+import io.kdapack.core.optim.OptimizerConfig;
 import java.util.Map;
 import java.util.function.Predicate;
 import java.util.regex.Pattern;

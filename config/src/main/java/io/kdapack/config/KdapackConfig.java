@@ -1,5 +1,6 @@
 package io.kdapack.config;
 
+import io.kdapack.core.model.ModelConfig;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;

@@ -1,5 +1,8 @@
 package io.kdapack.config;
 
+import io.kdapack.core.backend.Backend;
+import io.kdapack.core.optim.OptimizerConfig;
+
 /**
  * A training run ({@code train}). A global batch is {@code numMicrobatches} micro-batches of
  * {@code microBatchSize} samples of {@code seqLength} tokens.

@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kdapack.core.backend.Backend;
+import io.kdapack.core.model.ModelConfig;
+import io.kdapack.core.optim.OptimizerConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -170,7 +173,7 @@ class ConfigLoaderTest {
 
         e = assertThrows(ConfigException.class, () -> ConfigLoader.load(null, Map.of(),
                 properties("kdapack.train.backend", "tpu")));
-        assertEquals("train.backend = 'tpu' (from system property kdapack.train.backend): expected one of auto, cpu, cuda",
+        assertEquals("train.backend = 'tpu' (from system property kdapack.train.backend): expected one of auto, cpu, cuda, reference",
                 e.getMessage());
     }
 

@@ -1,28 +1,19 @@
 package io.kdapack.data;
 
 import io.kdapack.core.io.SafeTensors;
+import io.kdapack.testkit.Golden;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.URISyntaxException;
-import java.net.URL;
 import java.nio.file.Path;
 
-/** Locates the golden reference files copied into the test resources. */
+/** The Megatron golden files of the shared test library ({@link Golden}), read as safetensors. */
 public final class GoldenFiles {
     private GoldenFiles() {
     }
 
-    /** {@code golden/<relative>} on the test class path, as a file path. */
+    /** {@code golden/<relative>} from the shared test library, as a file path. */
     public static Path path(String relative) {
-        URL url = GoldenFiles.class.getResource("/golden/" + relative);
-        if (url == null) {
-            throw new IllegalStateException("missing test resource golden/" + relative);
-        }
-        try {
-            return Path.of(url.toURI());
-        } catch (URISyntaxException e) {
-            throw new IllegalStateException(e);
-        }
+        return Golden.path(relative);
     }
 
     /** Reads {@code golden/<relative>} as safetensors. */

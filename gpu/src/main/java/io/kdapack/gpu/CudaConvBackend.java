@@ -3,6 +3,7 @@ package io.kdapack.gpu;
 import io.kdapack.core.conv.Activation;
 import io.kdapack.core.conv.ShortConvGradients;
 import io.kdapack.core.conv.ShortConvInputs;
+import io.kdapack.core.conv.ShortConvBackend;
 import io.kdapack.core.conv.ShortConvOutputs;
 import io.kdapack.gpu.DeviceMemoryPool.DeviceBuffer;
 import java.util.ArrayList;

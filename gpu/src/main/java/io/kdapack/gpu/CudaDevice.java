@@ -234,11 +234,10 @@ public final class CudaDevice implements DeviceApi, AutoCloseable {
         CUmodule m = modules.get(module);
         if (m == null) {
             m = new CUmodule();
-            String target = PtxResources.targetFor(major, minor);
             try {
-                cuModuleLoadData(m, PtxResources.load(module, target));
+                cuModuleLoadData(m, PtxResources.load(module));
             } catch (CudaException e) {
-                throw new CudaException("loading PTX " + PtxResources.resource(module, target) + " on " + name
+                throw new CudaException("loading PTX " + PtxResources.resource(module) + " on " + name
                         + " (compute " + major + "." + minor + ", driver " + driverVersion() + "): " + e.getMessage());
             }
             modules.put(module, m);

@@ -1,5 +1,6 @@
 package io.kdapack.gpu;
 
+import io.kdapack.core.conv.ShortConvBackend;
 import io.kdapack.core.kda.KdaBackend;
 import io.kdapack.core.kda.KdaInputs;
 import io.kdapack.core.kda.KdaOptions;
@@ -12,6 +13,7 @@ import io.kdapack.gpu.DeviceMemoryPool.DeviceBuffer;
 public final class CudaKdaBackend implements KdaBackend {
 
     private final DeviceApi device;
+    private final CudaConvBackend shortConv;
 
     public CudaKdaBackend(CudaDevice device) {
         this((DeviceApi) device);
@@ -19,6 +21,13 @@ public final class CudaKdaBackend implements KdaBackend {
 
     CudaKdaBackend(DeviceApi device) {
         this.device = device;
+        this.shortConv = new CudaConvBackend(device);
+    }
+
+    /** The convolutions of the model's KDA layers run on the same device. */
+    @Override
+    public ShortConvBackend shortConv() {
+        return shortConv;
     }
 
     @Override

@@ -2,7 +2,7 @@ package io.kdapack.gpu;
 
 /**
  * Launch geometry and buffer sizes of the KDA kernels (kda.cu) for one problem; plain arithmetic so that it
- * is unit-tested without a GPU. Letters as DESIGN §2: T tokens, N sequences, C chunks, H, HV, K, V.
+ * is unit-tested without a GPU. Letters as architecture §2: T tokens, N sequences, C chunks, H, HV, K, V.
  */
 public record KdaLaunchPlan(int tokens, int sequences, int chunks, int heads, int valueHeads, int keyDim, int valueDim) {
 

@@ -11,8 +11,9 @@ import java.util.regex.Pattern;
 
 /**
  * The PTX the jar ships (built from gpu/src/main/cuda by gpu/build-ptx.sh and committed, so a machine without
- * nvcc still runs on a GPU): per module a Hopper build ({@code sm_90}) and a portable one ({@code compute_75},
- * the oldest target CUDA 13 supports) that the driver compiles for any newer GPU.
+ * nvcc still runs on a GPU): one file per module, compiled for {@code compute_75} (the oldest target CUDA 13
+ * supports), which the driver compiles for the GPU at hand, Hopper included. (A separate {@code sm_90} build was the
+ * same PTX but for its {@code .target} line: the kernels use no instruction newer than compute 7.5.)
  */
 public final class PtxResources {
 
@@ -22,27 +23,22 @@ public final class PtxResources {
     public static final List<String> SOURCES = List.of("kda_common.cuh", "kda.cu", "conv.cu");
     /** Resource holding the SHA-256 of the sources the committed PTX was built from. */
     public static final String SOURCES_HASH = FOLDER + "SOURCES.sha256";
-    public static final String HOPPER = "sm_90";
-    public static final String PORTABLE = "compute_75";
+    /** The virtual architecture the PTX is compiled for. */
+    public static final String TARGET = "compute_75";
 
     private static final Pattern ENTRY = Pattern.compile("\\.visible\\s+\\.entry\\s+([A-Za-z_][A-Za-z0-9_]*)\\s*\\(");
 
     private PtxResources() {
     }
 
-    /** Resource name of module {@code module} ("kda" or "conv") for a target. */
-    public static String resource(String module, String target) {
-        return FOLDER + module + "." + target + ".ptx";
-    }
-
-    /** The target to load on a device of compute capability {@code major.minor}. */
-    public static String targetFor(int major, int minor) {
-        return major == 9 && minor == 0 ? HOPPER : PORTABLE;
+    /** Resource name of module {@code module} ("kda" or "conv"). */
+    public static String resource(String module) {
+        return FOLDER + module + ".ptx";
     }
 
     /** PTX text of a module, or an IllegalStateException naming the missing resource. */
-    public static String load(String module, String target) {
-        String name = resource(module, target);
+    public static String load(String module) {
+        String name = resource(module);
         try (InputStream in = PtxResources.class.getResourceAsStream(name)) {
             if (in == null) {
                 throw new IllegalStateException("PTX resource " + name + " is missing from the classpath; "

@@ -34,41 +34,8 @@ class ChunkTableTest {
     }
 
     @Test
-    void packedCostEqualsUnpackedCost() {
-        // Tokens covered by chunks = tokens of the documents, whatever the packing.
-        int[] cu = DeviceCheck.packedCuSeqlens(8192, 64, 7);
-        ChunkTable t = ChunkTable.of(cu(cu));
-        int covered = 0;
-        for (int len : t.chunkLength()) {
-            assertTrue(len >= 1 && len <= ChunkTable.CHUNK);
-            covered += len;
-        }
-        assertEquals(8192, covered);
-        for (int c = 0; c + 1 < t.count(); c++) {
-            assertEquals(t.chunkStart()[c] + t.chunkLength()[c], t.chunkStart()[c + 1], "chunks tile the tokens");
-        }
-    }
-
-    @Test
     void tokenSequenceMarksPadding() {
         Segments s = new Segments(10, new int[] {1, 5}, new int[] {4, 9});
         assertArrayEquals(new int[] {-1, 0, 0, 0, -1, 1, 1, 1, 1, -1}, ChunkTable.tokenSequence(s));
-    }
-
-    @Test
-    void packedDocumentsAreNonEmptyAndOrdered() {
-        int[] cu = DeviceCheck.packedCuSeqlens(8192, 64, 7);
-        assertEquals(65, cu.length);
-        assertEquals(0, cu[0]);
-        assertEquals(8192, cu[64]);
-        int notMultiple = 0;
-        for (int i = 0; i < 64; i++) {
-            int len = cu[i + 1] - cu[i];
-            assertTrue(len >= 1, "document " + i + " is empty");
-            if (len % 64 != 0) {
-                notMultiple++;
-            }
-        }
-        assertTrue(notMultiple > 32, "most documents end in a partial chunk: " + notMultiple);
     }
 }

@@ -11,6 +11,7 @@ import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.kda.KdaCase;
 import io.kdapack.core.kda.KdaOptions;
 import io.kdapack.gpu.DeviceMemoryPool.DeviceBuffer;
+import io.kdapack.testkit.Golden;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -100,37 +101,34 @@ class LaunchSequenceTest {
         }
     }
 
-    private static final Path GOLDEN = Path.of("../core/src/test/resources/golden");
+    private static final Path GOLDEN = Golden.path("");
 
     private static void checkAgainstPtx(List<Call> calls) {
         assertTrue(!calls.isEmpty());
-        for (String target : List.of(PtxResources.HOPPER, PtxResources.PORTABLE)) {
-            Map<String, String> ptx = Map.of("kda", PtxResources.load("kda", target),
-                    "conv", PtxResources.load("conv", target));
-            for (Call c : calls) {
-                PtxResources.Signature sig = PtxResources.signature(ptx.get(c.module()), c.kernel());
-                List<String> types = sig.parameterTypes();
-                assertEquals(types.size(), c.args().length, c.kernel() + ": argument count");
-                for (int i = 0; i < types.size(); i++) {
-                    Object a = c.args()[i];
-                    String type = types.get(i);
-                    boolean ok = switch (type) {
-                        case "u64" -> a == null || a instanceof CUdeviceptr;
-                        case "u32", "s32" -> a instanceof Integer;
-                        case "f32" -> a instanceof Float;
-                        default -> false;
-                    };
-                    if (!ok) {
-                        fail(c.kernel() + " parameter " + i + " is ." + type + " but gets "
-                                + (a == null ? "null" : a.getClass().getSimpleName()));
-                    }
+        Map<String, String> ptx = Map.of("kda", PtxResources.load("kda"), "conv", PtxResources.load("conv"));
+        for (Call c : calls) {
+            PtxResources.Signature sig = PtxResources.signature(ptx.get(c.module()), c.kernel());
+            List<String> types = sig.parameterTypes();
+            assertEquals(types.size(), c.args().length, c.kernel() + ": argument count");
+            for (int i = 0; i < types.size(); i++) {
+                Object a = c.args()[i];
+                String type = types.get(i);
+                boolean ok = switch (type) {
+                    case "u64" -> a == null || a instanceof CUdeviceptr;
+                    case "u32", "s32" -> a instanceof Integer;
+                    case "f32" -> a instanceof Float;
+                    default -> false;
+                };
+                if (!ok) {
+                    fail(c.kernel() + " parameter " + i + " is ." + type + " but gets "
+                            + (a == null ? "null" : a.getClass().getSimpleName()));
                 }
-                assertEquals(sig.maxThreads(), c.launch().block(), c.kernel() + ": block vs .maxntid");
-                assertTrue(c.launch().sharedBytes() <= CudaDevice.MAX_DYNAMIC_SHARED, c.kernel() + ": dynamic smem");
-                if (c.launch().sharedBytes() > 48 * 1024) {
-                    assertTrue(c.kernel().startsWith("kda_fwd_intra") || c.kernel().startsWith("kda_bwd_intra"),
-                            c.kernel() + " needs the raised shared-memory limit that CudaDevice sets for the intra kernels");
-                }
+            }
+            assertEquals(sig.maxThreads(), c.launch().block(), c.kernel() + ": block vs .maxntid");
+            assertTrue(c.launch().sharedBytes() <= CudaDevice.MAX_DYNAMIC_SHARED, c.kernel() + ": dynamic smem");
+            if (c.launch().sharedBytes() > 48 * 1024) {
+                assertTrue(c.kernel().startsWith("kda_fwd_intra") || c.kernel().startsWith("kda_bwd_intra"),
+                        c.kernel() + " needs the raised shared-memory limit that CudaDevice sets for the intra kernels");
             }
         }
     }

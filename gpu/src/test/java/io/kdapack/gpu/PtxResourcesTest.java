@@ -32,16 +32,14 @@ class PtxResourcesTest {
             "conv_bwd_dx", "conv_bwd_state", "conv_bwd_final_state");
 
     @Test
-    void bothTargetsOfBothModulesDeclareTheKernelsTheHostLaunches() {
-        for (String target : List.of(PtxResources.HOPPER, PtxResources.PORTABLE)) {
-            String kda = PtxResources.load("kda", target);
-            String conv = PtxResources.load("conv", target);
-            assertEquals(KDA_ENTRIES, new TreeSet<>(PtxResources.entryPoints(kda)), "kda." + target);
-            assertEquals(CONV_ENTRIES, new TreeSet<>(PtxResources.entryPoints(conv)), "conv." + target);
-            String expectedTarget = ".target " + target.replace("compute_", "sm_");
-            assertTrue(kda.contains(expectedTarget), "kda." + target + " declares " + expectedTarget);
-            assertTrue(conv.contains(expectedTarget), "conv." + target + " declares " + expectedTarget);
-        }
+    void bothModulesDeclareTheKernelsTheHostLaunches() {
+        String kda = PtxResources.load("kda");
+        String conv = PtxResources.load("conv");
+        assertEquals(KDA_ENTRIES, new TreeSet<>(PtxResources.entryPoints(kda)), "kda");
+        assertEquals(CONV_ENTRIES, new TreeSet<>(PtxResources.entryPoints(conv)), "conv");
+        String expectedTarget = ".target " + PtxResources.TARGET.replace("compute_", "sm_");
+        assertTrue(kda.contains(expectedTarget), "kda declares " + expectedTarget);
+        assertTrue(conv.contains(expectedTarget), "conv declares " + expectedTarget);
     }
 
     @Test
@@ -69,16 +67,9 @@ class PtxResourcesTest {
     }
 
     @Test
-    void hopperGetsItsOwnBuildEverythingElseThePortableOne() {
-        assertEquals("sm_90", PtxResources.targetFor(9, 0));
-        assertEquals("compute_75", PtxResources.targetFor(8, 0));
-        assertEquals("compute_75", PtxResources.targetFor(10, 0));
-    }
-
-    @Test
     void missingModuleIsReportedByName() {
         IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
-                () -> PtxResources.load("nope", PtxResources.HOPPER));
-        assertTrue(e.getMessage().contains("/io/kdapack/gpu/ptx/nope.sm_90.ptx"), e.getMessage());
+                () -> PtxResources.load("nope"));
+        assertTrue(e.getMessage().contains("/io/kdapack/gpu/ptx/nope.ptx"), e.getMessage());
     }
 }

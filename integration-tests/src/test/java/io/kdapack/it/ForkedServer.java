@@ -29,7 +29,7 @@ final class ForkedServer implements AutoCloseable {
                 + "\n  token_file: " + dir.resolve("token") + "\n  data_root: " + dataRoot + "\n  event_batch_ms: 0\n");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         process = new ProcessBuilder(List.of(java, "--add-modules", "jdk.incubator.vector", "-cp",
-                System.getProperty("java.class.path"), "io.kdapack.api.cli.Main", "serve", "--config", config.toString()))
+                System.getProperty("java.class.path"), "io.kdapack.cli.Main", "serve", "--config", config.toString()))
                 .redirectErrorStream(true).start();
         CompletableFuture<Integer> listening = new CompletableFuture<>();
         Thread.ofVirtual().start(() -> drain(listening));

@@ -3,7 +3,7 @@ package io.kdapack.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kdapack.api.bench.SseSubscribers;
+import io.kdapack.bench.server.SseSubscribers;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.jobs.TrainingJobFactory;
 import io.kdapack.api.server.KdapackServer;
@@ -14,6 +13,7 @@ import io.kdapack.config.ServerConfig;
 import io.kdapack.training.HybridModels;
 import io.kdapack.training.StepResult;
 import io.kdapack.training.Trainer;
+import io.kdapack.training.pipeline.PipelineSettings;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

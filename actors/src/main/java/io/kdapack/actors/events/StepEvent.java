@@ -1,7 +1,7 @@
 package io.kdapack.actors.events;
 
 /**
- * Metrics of one optimizer step (DESIGN §5).
+ * Metrics of one optimizer step (architecture §5).
  *
  * @param step       optimizer step, 1-based; also the SSE event id
  * @param loss       {@code Σ sums / Σ counts} over the step's micro-batches

@@ -1,10 +1,10 @@
 package io.kdapack.actors.job;
 
 import io.kdapack.actors.events.JobEventLog;
-import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.core.model.MicroBatch;
-import io.kdapack.actors.pipeline.PipelineSettings;
-import io.kdapack.actors.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.BatchLoss;
+import io.kdapack.training.pipeline.PipelineSettings;
+import io.kdapack.training.pipeline.TrainingBackend;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

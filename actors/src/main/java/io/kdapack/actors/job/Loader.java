@@ -1,7 +1,7 @@
 package io.kdapack.actors.job;
 
-import io.kdapack.actors.pipeline.RawMicroBatch;
-import io.kdapack.actors.pipeline.SampleSource;
+import io.kdapack.training.pipeline.RawMicroBatch;
+import io.kdapack.training.pipeline.SampleSource;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;

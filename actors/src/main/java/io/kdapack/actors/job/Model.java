@@ -1,12 +1,12 @@
 package io.kdapack.actors.job;
 
-import io.kdapack.actors.pipeline.BatchLoss;
-import io.kdapack.actors.pipeline.MicroBatchLoss;
-import io.kdapack.actors.pipeline.OptimizerUpdate;
 import io.kdapack.core.model.MicroBatch;
-import io.kdapack.actors.pipeline.StepCompute;
-import io.kdapack.actors.pipeline.StepLoss;
-import io.kdapack.actors.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.BatchLoss;
+import io.kdapack.training.pipeline.MicroBatchLoss;
+import io.kdapack.training.pipeline.OptimizerUpdate;
+import io.kdapack.training.pipeline.StepCompute;
+import io.kdapack.training.pipeline.StepLoss;
+import io.kdapack.training.pipeline.TrainingBackend;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

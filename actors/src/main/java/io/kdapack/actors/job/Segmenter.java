@@ -1,7 +1,7 @@
 package io.kdapack.actors.job;
 
-import io.kdapack.actors.pipeline.BatchSegmenter;
 import io.kdapack.core.model.MicroBatch;
+import io.kdapack.training.pipeline.BatchSegmenter;
 import java.util.ArrayDeque;
 import java.util.Queue;
 import org.apache.pekko.actor.typed.ActorRef;

@@ -8,21 +8,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.events.StepEvent;
-import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.core.model.MicroBatch;
-import io.kdapack.actors.pipeline.PipelineSettings;
-import io.kdapack.actors.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.BatchLoss;
+import io.kdapack.training.pipeline.PipelineSettings;
+import io.kdapack.training.pipeline.TrainingBackend;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.JUnit5TestKitBuilder;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestKitJUnit5Extension;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
-import org.apache.pekko.actor.testkit.typed.annotations.JUnit5TestKit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.Test;
@@ -216,24 +216,24 @@ class JobManagerTest {
             }
 
             @Override
-            public io.kdapack.actors.pipeline.TrainingPlan plan() {
+            public io.kdapack.training.pipeline.TrainingPlan plan() {
                 failIf("plan");
                 return inner.plan();
             }
 
             @Override
-            public io.kdapack.actors.pipeline.SampleSource samples() {
+            public io.kdapack.training.pipeline.SampleSource samples() {
                 failIf("samples");
                 return inner.samples();
             }
 
             @Override
-            public io.kdapack.actors.pipeline.BatchSegmenter segmenter() {
+            public io.kdapack.training.pipeline.BatchSegmenter segmenter() {
                 return inner.segmenter();
             }
 
             @Override
-            public io.kdapack.actors.pipeline.StepCompute createCompute() {
+            public io.kdapack.training.pipeline.StepCompute createCompute() {
                 failIf("createCompute");
                 return inner.createCompute();
             }

@@ -1,17 +1,17 @@
 package io.kdapack.actors.job;
 
-import io.kdapack.actors.pipeline.BatchLoss;
-import io.kdapack.actors.pipeline.BatchSegmenter;
-import io.kdapack.actors.pipeline.MicroBatchLoss;
-import io.kdapack.actors.pipeline.OptimizerUpdate;
-import io.kdapack.actors.pipeline.RawMicroBatch;
-import io.kdapack.actors.pipeline.SampleSource;
-import io.kdapack.actors.pipeline.StepCompute;
-import io.kdapack.actors.pipeline.StepLoss;
-import io.kdapack.actors.pipeline.TrainingBackend;
-import io.kdapack.actors.pipeline.TrainingPlan;
 import io.kdapack.core.loss.LossReport;
 import io.kdapack.core.model.MicroBatch;
+import io.kdapack.training.pipeline.BatchLoss;
+import io.kdapack.training.pipeline.BatchSegmenter;
+import io.kdapack.training.pipeline.MicroBatchLoss;
+import io.kdapack.training.pipeline.OptimizerUpdate;
+import io.kdapack.training.pipeline.RawMicroBatch;
+import io.kdapack.training.pipeline.SampleSource;
+import io.kdapack.training.pipeline.StepCompute;
+import io.kdapack.training.pipeline.StepLoss;
+import io.kdapack.training.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.TrainingPlan;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;

@@ -4,13 +4,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobStatus;
-import io.kdapack.actors.pipeline.BatchLoss;
-import io.kdapack.core.loss.LossReport;
-import io.kdapack.core.model.MicroBatch;
-import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.JobService;
 import io.kdapack.api.server.ServerMetrics;
 import io.kdapack.config.ConfigException;
+import io.kdapack.core.loss.LossReport;
+import io.kdapack.core.model.MicroBatch;
+import io.kdapack.training.pipeline.BatchLoss;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
@@ -215,7 +214,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
         if (!yaml) {
             requireJson(type);
         }
-        return Json.readObject(request.body(), yaml);
+        return StrictJson.readObject(request.body(), yaml);
     }
 
     private static void requireJson(String contentType) {
@@ -271,8 +270,6 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
         Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
         FullHttpResponse response = Responses.error(switch (cause) {
             case ApiException api -> api;
-            case JobFactory.BackendUnavailableException missing ->
-                    new ApiException(HttpResponseStatus.NOT_IMPLEMENTED, missing.getMessage(), null);
             case ConfigException config -> ApiException.badRequest(config.getMessage(), config.key());
             case IllegalArgumentException bad -> ApiException.badRequest(bad.getMessage(), null);
             default -> {

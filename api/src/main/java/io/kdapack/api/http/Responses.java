@@ -21,7 +21,7 @@ public final class Responses {
     }
 
     public static FullHttpResponse json(HttpResponseStatus status, Object body) {
-        return bytes(status, "application/json", Json.write(body));
+        return bytes(status, "application/json", StrictJson.write(body));
     }
 
     public static FullHttpResponse text(HttpResponseStatus status, String contentType, String body) {

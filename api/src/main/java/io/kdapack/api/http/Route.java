@@ -8,7 +8,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
-/** The endpoints of the API (DESIGN §5), matched on method and path; {@code {id}} is a job id. */
+/** The endpoints of the API (architecture §5), matched on method and path; {@code {id}} is a job id. */
 public enum Route {
     HEALTH(HttpMethod.GET, "/healthz"),
     METRICS(HttpMethod.GET, "/metrics"),

@@ -61,7 +61,7 @@ public final class SseFrames {
         return Unpooled.unreleasableBuffer(Unpooled.wrappedBuffer(memory));
     }
 
-    /** The wire form of a step event (DESIGN §5 field names). */
+    /** The wire form of a step event (architecture §5 field names). */
     static String stepJson(StepEvent step) {
         Map<String, Object> fields = new LinkedHashMap<>();
         fields.put("step", step.step());
@@ -72,7 +72,7 @@ public final class SseFrames {
         fields.put("grad_norm", step.gradNorm());
         fields.put("lr", step.lr());
         fields.put("tokens_per_s", step.tokensPerS());
-        return new String(Json.write(fields), StandardCharsets.UTF_8);
+        return new String(StrictJson.write(fields), StandardCharsets.UTF_8);
     }
 
     static String endJson(EndEvent end) {
@@ -80,7 +80,7 @@ public final class SseFrames {
         fields.put("state", end.state().name().toLowerCase());
         fields.put("step", end.step());
         fields.put("error", end.error());
-        return new String(Json.write(fields), StandardCharsets.UTF_8);
+        return new String(StrictJson.write(fields), StandardCharsets.UTF_8);
     }
 
     /**

@@ -1,10 +1,10 @@
 package io.kdapack.api.http;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import io.kdapack.core.model.MicroBatch;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.io.SafeTensorsException;
 import io.kdapack.core.io.Tensor;
+import io.kdapack.core.model.MicroBatch;
 
 /**
  * Body of {@code POST /v1/steps}: a job id and one packed batch, every array {@code [B,T]} (JSON arrays of
@@ -16,7 +16,7 @@ public record StepsRequest(String job, int[][] tokens, int[][] labels, @JsonProp
 
     /** Reads a JSON body. */
     public static StepsRequest fromJson(byte[] body) {
-        return Json.read(body, StepsRequest.class);
+        return StrictJson.read(body, StepsRequest.class);
     }
 
     /** The packed batch, checked: every array present, rows of one length, shapes equal, values in range. */

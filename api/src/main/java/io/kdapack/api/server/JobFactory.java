@@ -1,14 +1,13 @@
 package io.kdapack.api.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.kdapack.actors.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.TrainingBackend;
 import java.util.List;
 
 /**
  * The one seam between the HTTP server and the training loop: turns a job configuration (the document
  * {@code kdapack train --config} reads, as a JSON tree) into the {@link TrainingBackend} the actor pipeline
- * runs. Until the training loop provides an implementation, the server runs with {@link #unavailable()},
- * and {@code POST /v1/jobs} and resume answer {@code 501} naming the missing backend.
+ * runs ({@link io.kdapack.api.jobs.TrainingJobFactory} in production).
  *
  * <p>Implementations may block (they read dataset indices); the server calls them off its I/O threads.
  * Dataset paths in a configuration must go through {@link io.kdapack.api.http.DataRoot#resolve}. Errors:
@@ -26,32 +25,4 @@ public interface JobFactory {
 
     /** Jobs found on disk that have not finished (for example after a restart); they can be resumed. */
     List<String> unfinishedJobs();
-
-    /** The factory of a server without a training backend: every job request is refused with a clear reason. */
-    static JobFactory unavailable() {
-        return new JobFactory() {
-            @Override
-            public TrainingBackend create(String jobId, JsonNode config) {
-                throw new BackendUnavailableException();
-            }
-
-            @Override
-            public TrainingBackend resume(String jobId) {
-                throw new BackendUnavailableException();
-            }
-
-            @Override
-            public List<String> unfinishedJobs() {
-                return List.of();
-            }
-        };
-    }
-
-    /** No training backend is plugged in (answered with 501 Not Implemented). */
-    final class BackendUnavailableException extends RuntimeException {
-        public BackendUnavailableException() {
-            super("this server has no training backend: the training loop (issue 4) has not been plugged in "
-                    + "as a JobFactory yet, so jobs cannot be started or resumed");
-        }
-    }
 }

@@ -6,11 +6,11 @@ import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
-import io.kdapack.actors.pipeline.BatchLoss;
-import io.kdapack.core.model.MicroBatch;
-import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.api.http.ApiException;
 import io.kdapack.config.ConfigException;
+import io.kdapack.core.model.MicroBatch;
+import io.kdapack.training.pipeline.BatchLoss;
+import io.kdapack.training.pipeline.TrainingBackend;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -176,7 +176,7 @@ public final class JobService {
     private static TrainingBackend build(BackendCall call) {
         try {
             return call.call();
-        } catch (ApiException | JobFactory.BackendUnavailableException e) {
+        } catch (ApiException e) {
             throw e;
         } catch (ConfigException e) {
             throw ApiException.badRequest(e.getMessage(), e.key());

@@ -1,7 +1,7 @@
 package io.kdapack.api.server;
 
-import io.kdapack.actors.pipeline.PipelineSettings;
 import io.kdapack.config.ServerConfig;
+import io.kdapack.training.pipeline.PipelineSettings;
 import java.nio.file.Path;
 import java.time.Duration;
 

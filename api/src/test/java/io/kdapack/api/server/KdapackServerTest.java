@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.kdapack.actors.pipeline.PipelineSettings;
-import io.kdapack.api.http.Json;
+import io.kdapack.api.http.StrictJson;
+import io.kdapack.training.pipeline.PipelineSettings;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -67,13 +67,13 @@ class KdapackServerTest {
         HttpResponse<String> created = send(request("/v1/jobs").header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(config)).build());
         assertEquals(201, created.statusCode(), created.body());
-        return Json.MAPPER.readTree(created.body()).get("id").asText();
+        return StrictJson.MAPPER.readTree(created.body()).get("id").asText();
     }
 
     private JsonNode status(String id) throws Exception {
         HttpResponse<String> response = send(request("/v1/jobs/" + id).build());
         assertEquals(200, response.statusCode(), response.body());
-        return Json.MAPPER.readTree(response.body());
+        return StrictJson.MAPPER.readTree(response.body());
     }
 
     /** Step ids and losses of an event stream up to its end event (or {@code limit} steps). */
@@ -89,7 +89,7 @@ class KdapackServerTest {
             if (line.startsWith("event: ")) {
                 event = line.substring(7);
             } else if (line.startsWith("data: ")) {
-                JsonNode data = Json.MAPPER.readTree(line.substring(6));
+                JsonNode data = StrictJson.MAPPER.readTree(line.substring(6));
                 if (event.equals("end")) {
                     return new Stream_(steps, losses, data.get("state").asText());
                 }
@@ -176,7 +176,7 @@ class KdapackServerTest {
         }
         HttpResponse<String> badFrom = send(request("/v1/jobs/" + id + "/events?from=ten").build());
         assertEquals(400, badFrom.statusCode());
-        assertEquals("from", Json.MAPPER.readTree(badFrom.body()).get("field").asText());
+        assertEquals("from", StrictJson.MAPPER.readTree(badFrom.body()).get("field").asText());
     }
 
     @Test
@@ -204,7 +204,7 @@ class KdapackServerTest {
                 continue;
             }
             assertEquals(expected.get(i), response.statusCode(), response.body());
-            JsonNode error = Json.MAPPER.readTree(response.body());
+            JsonNode error = StrictJson.MAPPER.readTree(response.body());
             assertTrue(error.has("error") && error.has("field"), response.body());
             assertEquals(200, send(health).statusCode(), "still healthy after " + bad.get(i));
         }

@@ -34,6 +34,24 @@ public final class ShortConv {
     }
 
     /** Outputs {@code y [T,D]} and final states {@code [N,D,W]}. */
+    /** This op as a {@link ShortConvBackend}: the CPU implementation. */
+    public static final ShortConvBackend CPU = new ShortConvBackend() {
+        @Override
+        public String name() {
+            return "cpu";
+        }
+
+        @Override
+        public ShortConvOutputs forward(ShortConvInputs in) {
+            return ShortConv.forward(in);
+        }
+
+        @Override
+        public ShortConvGradients backward(ShortConvInputs in, float[] dy, float[] dFinalState) {
+            return ShortConv.backward(in, dy, dFinalState);
+        }
+    };
+
     public static ShortConvOutputs forward(ShortConvInputs in) {
         int channels = in.channels();
         float[] y = new float[in.tokens() * channels];

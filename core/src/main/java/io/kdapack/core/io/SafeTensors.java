@@ -1,10 +1,5 @@
 package io.kdapack.core.io;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -18,7 +13,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -33,7 +27,6 @@ import java.util.Map;
  * directory is moved over the target only once complete.
  */
 public final class SafeTensors {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final String METADATA = "__metadata__";
     /** Headers larger than this are refused rather than allocated (the reference implementation uses 100 MB). */
     static final long MAX_HEADER_BYTES = 100L << 20;
@@ -125,60 +118,59 @@ public final class SafeTensors {
     }
 
     private static SafeTensors parse(String source, String json, ByteBuffer data) throws SafeTensorsException {
-        JsonNode root;
+        Object root;
         try {
-            root = JSON.readTree(json);
-        } catch (JsonProcessingException e) {
-            throw new SafeTensorsException(source + ": header: malformed JSON: " + e.getOriginalMessage());
+            root = HeaderJson.parse(json);
+        } catch (IllegalArgumentException e) {
+            throw new SafeTensorsException(source + ": header: malformed JSON: " + e.getMessage());
         }
-        if (root == null || !root.isObject()) {
+        if (!(root instanceof Map<?, ?> fields)) {
             throw new SafeTensorsException(source + ": header: expected a JSON object");
         }
         Map<String, String> metadata = new LinkedHashMap<>();
         record Entry(String name, DType dtype, long[] shape, long begin, long end) {}
         List<Entry> entries = new ArrayList<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = root.properties().iterator(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> field = it.next();
-            String name = field.getKey();
-            JsonNode node = field.getValue();
+        for (Map.Entry<?, ?> field : fields.entrySet()) {
+            String name = (String) field.getKey();
+            Object node = field.getValue();
             if (name.equals(METADATA)) {
-                if (!node.isObject()) {
+                if (!(node instanceof Map<?, ?> values)) {
                     throw new SafeTensorsException(source + ": __metadata__: expected an object of strings");
                 }
-                for (Map.Entry<String, JsonNode> m : node.properties()) {
-                    if (!m.getValue().isTextual()) {
+                for (Map.Entry<?, ?> m : values.entrySet()) {
+                    if (!(m.getValue() instanceof String value)) {
                         throw new SafeTensorsException(source + ": __metadata__." + m.getKey() + ": expected a string, found "
-                                + m.getValue());
+                                + HeaderJson.write(m.getValue()));
                     }
-                    metadata.put(m.getKey(), m.getValue().asText());
+                    metadata.put((String) m.getKey(), value);
                 }
                 continue;
             }
             String where = source + ": tensor '" + name + "'";
-            if (!node.isObject() || !node.path("dtype").isTextual() || !node.path("shape").isArray()
-                    || !node.path("data_offsets").isArray() || node.path("data_offsets").size() != 2) {
-                throw new SafeTensorsException(where + ": expected {dtype, shape, data_offsets[2]}, found " + node);
+            if (!(node instanceof Map<?, ?> tensor) || !(tensor.get("dtype") instanceof String dtypeName)
+                    || !(tensor.get("shape") instanceof List<?> dims)
+                    || !(tensor.get("data_offsets") instanceof List<?> offsets) || offsets.size() != 2) {
+                throw new SafeTensorsException(where + ": expected {dtype, shape, data_offsets[2]}, found "
+                        + HeaderJson.write(node));
             }
             DType dtype;
             try {
-                dtype = DType.parse(node.get("dtype").asText());
+                dtype = DType.parse(dtypeName);
             } catch (IllegalArgumentException e) {
                 throw new SafeTensorsException(where + ": dtype: " + e.getMessage());
             }
-            long[] shape = new long[node.get("shape").size()];
+            long[] shape = new long[dims.size()];
             for (int i = 0; i < shape.length; i++) {
-                JsonNode d = node.get("shape").get(i);
-                if (!d.canConvertToLong() || !d.isIntegralNumber() || d.asLong() < 0) {
-                    throw new SafeTensorsException(where + ": shape: dimension " + i + " is " + d + ", expected an integer >= 0");
+                if (!(dims.get(i) instanceof Long d) || d < 0) {
+                    throw new SafeTensorsException(where + ": shape: dimension " + i + " is " + HeaderJson.write(dims.get(i))
+                            + ", expected an integer >= 0");
                 }
-                shape[i] = d.asLong();
+                shape[i] = d;
             }
-            JsonNode offsets = node.get("data_offsets");
-            if (!offsets.get(0).isIntegralNumber() || !offsets.get(1).isIntegralNumber()) {
-                throw new SafeTensorsException(where + ": data_offsets: expected two integers, found " + offsets);
+            if (!(offsets.get(0) instanceof Long begin) || !(offsets.get(1) instanceof Long end)) {
+                throw new SafeTensorsException(where + ": data_offsets: expected two integers, found "
+                        + HeaderJson.write(offsets));
             }
-            long begin = offsets.get(0).asLong();
-            long end = offsets.get(1).asLong();
             long expected;
             try {
                 expected = Math.multiplyExact(Tensor.elementCount(shape), (long) dtype.byteSize());
@@ -217,24 +209,21 @@ public final class SafeTensors {
     public byte[] toBytes() {
         List<Tensor> ordered = new ArrayList<>(tensors.values());
         ordered.sort(Comparator.comparingInt((Tensor t) -> -t.dtype().byteSize()));
-        ObjectNode root = JSON.createObjectNode();
+        Map<String, Object> root = new LinkedHashMap<>();
         if (!metadata.isEmpty()) {
-            ObjectNode m = root.putObject(METADATA);
-            metadata.forEach(m::put);
+            root.put(METADATA, metadata);
         }
         long offset = 0;
         for (Tensor t : ordered) {
-            ObjectNode n = root.putObject(t.name());
-            n.put("dtype", t.dtype().name());
-            ArrayNode shape = n.putArray("shape");
-            for (long d : t.shape()) {
-                shape.add(d);
-            }
             long bytes = t.data().remaining();
-            n.putArray("data_offsets").add(offset).add(offset + bytes);
+            Map<String, Object> entry = new LinkedHashMap<>();
+            entry.put("dtype", t.dtype().name());
+            entry.put("shape", t.shape());
+            entry.put("data_offsets", new long[] {offset, offset + bytes});
+            root.put(t.name(), entry);
             offset += bytes;
         }
-        byte[] header = root.toString().getBytes(StandardCharsets.UTF_8);
+        byte[] header = HeaderJson.write(root).getBytes(StandardCharsets.UTF_8);
         int padded = (header.length + 7) / 8 * 8;
         ByteBuffer out = ByteBuffer.allocate(Math.toIntExact(8 + padded + offset)).order(ByteOrder.LITTLE_ENDIAN);
         out.putLong(padded).put(header);

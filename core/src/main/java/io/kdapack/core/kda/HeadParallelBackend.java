@@ -26,10 +26,10 @@ import java.util.function.IntConsumer;
  *
  * @param <H> what one head's forward keeps for its backward
  */
-abstract class HeadParallelBackend<H> implements KdaBackend {
+public abstract class HeadParallelBackend<H> implements KdaBackend {
 
     /** How much of a head's forward to keep for the backward. */
-    enum Keep {
+    public enum Keep {
         /** Nothing: a forward without backward. */
         NOTHING,
         /** The states the backward restarts from. */
@@ -97,7 +97,7 @@ abstract class HeadParallelBackend<H> implements KdaBackend {
     abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dState, HeadGradients grads);
 
     /** What a training forward of {@code in} keeps; {@link Keep#STATES} unless a subclass knows better. */
-    Keep keepForBackward(KdaInputs in) {
+    public Keep keepForBackward(KdaInputs in) {
         return Keep.STATES;
     }
 

@@ -1,5 +1,8 @@
 package io.kdapack.core.kda;
 
+import io.kdapack.core.conv.ShortConv;
+import io.kdapack.core.conv.ShortConvBackend;
+
 /**
  * A KDA implementation: the CPU chunked kernels, the token-by-token reference, or a GPU backend.
  * Every implementation takes the same inputs and gives the same results within float32 round-off.
@@ -8,6 +11,11 @@ public interface KdaBackend {
 
     /** Short name for logs and benchmarks ({@code "cpu-chunked"}, {@code "cuda"}, …). */
     String name();
+
+    /** The short convolution that runs beside this op (on the same device): the CPU one unless overridden. */
+    default ShortConvBackend shortConv() {
+        return ShortConv.CPU;
+    }
 
     /** Outputs {@code o [T,HV,V]} (zero at padding) and final states {@code ht [N,HV,K,V]}. */
     KdaResult forward(KdaInputs in, KdaOptions options);

@@ -14,7 +14,7 @@ import jdk.incubator.vector.FloatVector;
 
 /**
  * One chunk of at most {@value #SIZE} tokens of one (sequence, value head), forward and backward, in the
- * WY/UT form of DESIGN §2; the scratch buffers of one task, reused chunk after chunk (not thread-safe).
+ * WY/UT form of architecture §2; the scratch buffers of one task, reused chunk after chunk (not thread-safe).
  *
  * <p>With {@code Γ} the gate cumsum restarted at the chunk start ({@code [L,K]}), {@code L ≤ 64}:
  * <pre>
@@ -31,9 +31,9 @@ import jdk.incubator.vector.FloatVector;
  * on the chunk's small, cache-resident blocks, where packing for a general GEMM would cost as much as the
  * product.
  */
-final class KdaChunk {
+public final class KdaChunk {
 
-    static final int SIZE = 64;
+    public static final int SIZE = 64;
     /** Rows per block of the triangular inverse. */
     private static final int INVERSE_BLOCK = 16;
 

@@ -5,7 +5,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The fast CPU backend: the chunked WY/UT form of DESIGN §2 ({@link KdaChunk}), chunks of 64 tokens that
+ * The fast CPU backend: the chunked WY/UT form of architecture §2 ({@link KdaChunk}), chunks of 64 tokens that
  * never straddle a sequence boundary and are never padded (the last chunk of a sequence is partial), one
  * task per (sequence, value head) on all cores.
  *
@@ -73,7 +73,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     @Override
-    Keep keepForBackward(KdaInputs in) {
+    public Keep keepForBackward(KdaInputs in) {
         long chunks = 0;
         Segments seg = in.segments();
         for (int n = 0; n < seg.count(); n++) {

@@ -2,7 +2,7 @@ package io.kdapack.core.kda;
 
 /**
  * Inputs of the KDA op over a flattened token axis of {@code T} tokens (packed layout, or {@code [B,T]}
- * flattened to {@code B·T}). Letters as in DESIGN §2: {@code H} q/k heads, {@code HV} value heads
+ * flattened to {@code B·T}). Letters as in architecture §2: {@code H} q/k heads, {@code HV} value heads
  * ({@code HV % H == 0}), {@code K} key dim, {@code V} value dim, {@code N} sequences. All arrays are
  * row-major float32 and are not copied: callers must not change them while the op runs.
  *

@@ -1,7 +1,7 @@
 package io.kdapack.core.kda;
 
 /**
- * Flags of the KDA op (DESIGN §2, FLA names in brackets).
+ * Flags of the KDA op (architecture §2, FLA names in brackets).
  *
  * @param scale          multiplier of q; {@code NaN} means the default {@code K^-0.5}
  * @param qkL2Norm       normalise q and k over K inside the op [use_qk_l2norm_in_kernel]

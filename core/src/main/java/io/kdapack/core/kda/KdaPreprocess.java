@@ -5,7 +5,7 @@ import java.util.function.IntConsumer;
 import java.util.function.IntFunction;
 
 /**
- * The in-op preprocessing of DESIGN §2 and its backward: q/k l2 norm, the scale of q, the gate (softplus
+ * The in-op preprocessing of architecture §2 and its backward: q/k l2 norm, the scale of q, the gate (softplus
  * or lower-bound form) and the beta sigmoid. Only tokens inside a segment are touched; padding keeps
  * zero values and zero gradients. Every {@code exp} sees an argument ≤ 0 except {@code exp(A_log)}, which is
  * a parameter and not a decay.
@@ -354,7 +354,7 @@ public final class KdaPreprocess {
     }
 
     /** {@code log(1 + exp(x))} without overflow: the exponent is always ≤ 0. */
-    static double softplus(double x) {
+    public static double softplus(double x) {
         return x > 0 ? x + log1p(Math.exp(-x)) : log1p(Math.exp(x));
     }
 
@@ -369,7 +369,7 @@ public final class KdaPreprocess {
     }
 
     /** {@code 1 / (1 + exp(−x))} with the exponent always ≤ 0. */
-    static float sigmoid(double x) {
+    public static float sigmoid(double x) {
         if (x >= 0) {
             return (float) (1.0 / (1.0 + Math.exp(-x)));
         }

@@ -3,7 +3,7 @@ package io.kdapack.core.kda;
 import java.util.Arrays;
 
 /**
- * The reference backend: the token-by-token recurrence of DESIGN §2 and its hand-derived backward, per
+ * The reference backend: the token-by-token recurrence of architecture §2 and its hand-derived backward, per
  * (sequence, value head). With {@code S̃ = diag(exp(g_t)) S_{t−1}}, {@code w = v_t − S̃ᵀ k_t},
  * {@code u = β_t w}, {@code S_t = S̃ + k_t uᵀ}, {@code o_t = S_tᵀ q_t}, the backward walks the tokens in
  * reverse with {@code dS} the gradient of {@code S_t}:

@@ -3,7 +3,7 @@ package io.kdapack.core.kda;
 import java.util.Arrays;
 
 /**
- * Conversions between the two varlen forms of DESIGN §2 and {@link Segments}.
+ * Conversions between the two varlen forms of architecture §2 and {@link Segments}.
  *
  * <ul>
  *   <li>{@code cu_seqlens [N+1]}: {@code 0 = c_0 ≤ c_1 ≤ … ≤ c_N = T}; sequence {@code n} is tokens

@@ -1,6 +1,6 @@
 package io.kdapack.core.loss;
 
-/** Megatron's two ways of reducing the loss over the M micro-batches of a global batch (DESIGN §4). */
+/** Megatron's two ways of reducing the loss over the M micro-batches of a global batch (architecture §4). */
 public enum LossMode {
     /**
      * Megatron's default ({@code calculate_per_token_loss = false}): every micro-batch's backward runs on

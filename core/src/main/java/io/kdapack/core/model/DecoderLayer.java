@@ -1,5 +1,6 @@
 package io.kdapack.core.model;
 
+import io.kdapack.core.nn.KimiDeltaAttention;
 import io.kdapack.core.nn.Layer;
 import io.kdapack.core.nn.MlaAttention;
 import io.kdapack.core.nn.Parameter;

@@ -1,10 +1,11 @@
 package io.kdapack.core.model;
 
-import io.kdapack.config.KdaConfig;
-import io.kdapack.config.ModelConfig;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.kda.KdaBackend;
+import io.kdapack.core.model.KdaConfig;
+import io.kdapack.core.model.ModelConfig;
 import io.kdapack.core.nn.Embedding;
+import io.kdapack.core.nn.KimiDeltaAttention;
 import io.kdapack.core.nn.MlaAttention;
 import io.kdapack.core.nn.MlaShape;
 import io.kdapack.core.nn.Parallel;
@@ -15,7 +16,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * The hybrid KDA decoder of DESIGN §3 (exact wiring and weight names: {@code docs/model.md}), {@code T = B·L}:
+ * The hybrid KDA decoder of architecture §3 (exact wiring and weight names: {@code docs/model.md}), {@code T = B·L}:
  *
  * <pre>
  * x_0 = embed_tokens(tokens)                                   [T,d]

@@ -5,7 +5,7 @@ import java.util.List;
 
 /**
  * A trainable language model as the training loop sees it: parameters by Hugging Face name, and one
- * forward (and optionally backward) pass over a micro-batch with the loss of DESIGN §4 computed inside.
+ * forward (and optionally backward) pass over a micro-batch with the loss of architecture §4 computed inside.
  */
 public interface LanguageModel {
 

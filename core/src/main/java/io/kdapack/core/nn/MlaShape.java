@@ -47,8 +47,8 @@ public record MlaShape(int hidden, int heads, Integer qLoraRank, int kvLoraRank,
      * The MLA layers of a model configuration; the latent norms use eps 1e-6 as Hugging Face's DeepSeek-V2 code
      * does, whatever {@code rms_norm_eps} is.
      */
-    public static MlaShape of(io.kdapack.config.ModelConfig model) {
-        io.kdapack.config.MlaConfig mla = model.mla();
+    public static MlaShape of(io.kdapack.core.model.ModelConfig model) {
+        io.kdapack.core.model.MlaConfig mla = model.mla();
         return new MlaShape(model.hiddenSize(), mla.numHeads(), mla.qLoraRank(), mla.kvLoraRank(), mla.qkNopeHeadDim(),
                 mla.qkRopeHeadDim(), mla.vHeadDim(), mla.ropeTheta(), DEEPSEEK_LATENT_NORM_EPS);
     }

@@ -1,7 +1,7 @@
 package io.kdapack.core.nn;
 
 import io.kdapack.core.conv.Activation;
-import io.kdapack.core.conv.ShortConv;
+import io.kdapack.core.conv.ShortConvBackend;
 import io.kdapack.core.conv.ShortConvGradients;
 import io.kdapack.core.conv.ShortConvInputs;
 import io.kdapack.core.kda.Segments;
@@ -18,6 +18,7 @@ public final class ShortConvolution implements Layer {
     private final int channels;
     private final int width;
     private final Activation activation;
+    private final ShortConvBackend backend;
     private final Parameter weight;
     private final Parameter bias;
 
@@ -25,7 +26,11 @@ public final class ShortConvolution implements Layer {
     public record Saved(ShortConvInputs inputs, float[] output) {
     }
 
-    public ShortConvolution(String name, int channels, int width, boolean hasBias, Activation activation) {
+    /**
+     * @param backend where the op runs ({@link io.kdapack.core.conv.ShortConv#CPU}, or the device's)
+     */
+    public ShortConvolution(String name, int channels, int width, boolean hasBias, Activation activation,
+                            ShortConvBackend backend) {
         if (channels < 1 || width < 1) {
             throw new IllegalArgumentException("short convolution '" + name + "': channels and width must be >= 1, got "
                     + channels + " and " + width);
@@ -33,6 +38,7 @@ public final class ShortConvolution implements Layer {
         this.channels = channels;
         this.width = width;
         this.activation = activation;
+        this.backend = backend;
         this.weight = Parameter.filled(Parameter.join(name, "weight"), 0f, channels, 1, width);
         this.bias = hasBias ? Parameter.filled(Parameter.join(name, "bias"), 0f, channels) : null;
     }
@@ -50,12 +56,12 @@ public final class ShortConvolution implements Layer {
     public Saved forward(float[] x, Segments segments) {
         ShortConvInputs inputs = new ShortConvInputs(segments, channels, width, x, weight.values(),
                 bias == null ? null : bias.values(), null, activation);
-        return new Saved(inputs, ShortConv.forward(inputs).y());
+        return new Saved(inputs, backend.forward(inputs).y());
     }
 
     /** Returns {@code dx [T,D]}; adds the weight and bias gradients. */
     public float[] backward(Saved saved, float[] dy) {
-        ShortConvGradients g = ShortConv.backward(saved.inputs(), dy, null);
+        ShortConvGradients g = backend.backward(saved.inputs(), dy, null);
         Parallel.addInto(weight.grads(), g.dweight());
         if (bias != null) {
             Parallel.addInto(bias.grads(), g.dbias());

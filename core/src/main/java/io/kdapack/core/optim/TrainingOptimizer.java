@@ -1,6 +1,6 @@
 package io.kdapack.core.optim;
 
-import io.kdapack.config.OptimizerConfig;
+import io.kdapack.core.optim.OptimizerConfig;
 import java.util.List;
 
 /**
@@ -13,7 +13,7 @@ public final class TrainingOptimizer {
     private final CosineSchedule schedule;
     private final AdamW adam;
 
-    /** What one step did, for metrics ({@code lr} and {@code grad_norm} of DESIGN §5). */
+    /** What one step did, for metrics ({@code lr} and {@code grad_norm} of architecture §5). */
     public record StepStats(long step, double lr, double gradNorm) {
     }
 
@@ -42,7 +42,7 @@ public final class TrainingOptimizer {
         return adam.steps();
     }
 
-    /** A copy of the AdamW state, for {@link io.kdapack.core.checkpoint.Checkpoint#of}. */
+    /** A copy of the AdamW state, for {@link io.kdapack.training.checkpoint.Checkpoint#of}. */
     public AdamWState state() {
         return adam.state();
     }

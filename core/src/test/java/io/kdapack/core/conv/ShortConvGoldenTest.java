@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.kda.KdaAssertions;
+import io.kdapack.testkit.Golden;
 import java.nio.file.Path;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -22,8 +23,7 @@ class ShortConvGoldenTest {
     @ValueSource(strings = {"c01_single_seq_W4_silu_bias", "c02_varlen_short_docs_no_bias", "c03_W3_no_activation",
             "c04_initial_state"})
     void matchesGolden(String name) throws Exception {
-        SafeTensors file = SafeTensors.read(Path.of(getClass().getResource("/golden/conv/" + name + ".safetensors")
-                .toURI()));
+        SafeTensors file = SafeTensors.read(Golden.path("conv/" + name + ".safetensors"));
         ShortConvInputs in = ShortConvFiles.inputs(file);
         ShortConvOutputs out = ShortConv.forward(in);
         ShortConvGradients grads = ShortConv.backward(in, ShortConvFiles.upstreamGradient(file), null);

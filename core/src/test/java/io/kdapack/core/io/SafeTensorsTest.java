@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kdapack.testkit.Golden;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -19,7 +20,7 @@ class SafeTensorsTest {
 
     @Test
     void readsGoldenFile() throws Exception {
-        Path file = Path.of(getClass().getResource("/golden/kda/02_varlen_short_docs.safetensors").toURI());
+        Path file = Golden.path("kda/02_varlen_short_docs.safetensors");
         SafeTensors st = SafeTensors.read(file);
         assertEquals("packed_cu_seqlens", st.meta("layout"));
         assertArrayEquals(new int[] {0, 1, 63, 64, 128, 129, 200}, st.get("cu_seqlens").toIntArray());

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kdapack.core.io.SafeTensors;
+import io.kdapack.testkit.Golden;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
@@ -26,7 +27,7 @@ class KdaGoldenTest {
     static final double GRADIENT_TOLERANCE = 1e-4;
 
     static List<Path> goldenFiles() throws IOException, URISyntaxException {
-        Path dir = Path.of(KdaGoldenTest.class.getResource("/golden/kda").toURI());
+        Path dir = Golden.path("kda");
         try (Stream<Path> files = Files.list(dir)) {
             return files.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList();
         }
@@ -41,7 +42,7 @@ class KdaGoldenTest {
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("cases")
     void matchesGolden(String fileName, KdaBackend backend) throws Exception {
-        SafeTensors file = SafeTensors.read(Path.of(KdaGoldenTest.class.getResource("/golden/kda/" + fileName).toURI()));
+        SafeTensors file = SafeTensors.read(Golden.path("kda/" + fileName));
         KdaCase c = KdaCase.from(file);
         KdaBackend.KdaResult r = backend.forward(c.inputs(), c.options());
         KdaBackend.KdaGradients g = backend.backward(c.inputs(), c.options(), c.dO(), c.dHt());

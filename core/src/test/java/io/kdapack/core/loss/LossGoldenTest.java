@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kdapack.core.io.SafeTensors;
+import io.kdapack.testkit.Golden;
 import java.nio.file.Path;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -22,7 +23,7 @@ class LossGoldenTest {
     @ParameterizedTest
     @ValueSource(strings = {"loss_L32_s1234_plain", "loss_L32_s7_all_flags", "loss_L64_s1234_valid_pad_eodmask"})
     void matchesMegatronGolden(String name) throws Exception {
-        SafeTensors golden = SafeTensors.read(Path.of(getClass().getResource("/golden/megatron_loss/" + name + ".safetensors").toURI()));
+        SafeTensors golden = SafeTensors.read(Golden.path("megatron/v100_loss/" + name + ".safetensors"));
         SafeTensors out = LossOp.run(golden);
 
         assertArrayEquals(golden.get("microbatch_num_tokens").toLongArray(), out.get("microbatch_num_tokens").toLongArray());

@@ -11,13 +11,13 @@ import java.util.function.DoubleSupplier;
  * {@code ‖g‖} (for a random direction {@code |g·u| ≈ ‖g‖/√n}, and a missing or wrong term of the gradient shifts the
  * result by O(its size)), so the check covers every coordinate with two evaluations of the loss.
  */
-final class DirectionalCheck {
+public final class DirectionalCheck {
 
     private DirectionalCheck() {
     }
 
     /** Returns {@code |numeric − g·u| / ‖g‖}; fails when the gradient is zero (the check would prove nothing). */
-    static double error(String name, float[] analytic, float[] values, DoubleSupplier loss, float step, long seed) {
+    public static double error(String name, float[] analytic, float[] values, DoubleSupplier loss, float step, long seed) {
         Random random = new Random(seed);
         double[] u = new double[values.length];
         double norm = 0;

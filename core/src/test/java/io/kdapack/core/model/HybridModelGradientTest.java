@@ -2,9 +2,9 @@ package io.kdapack.core.model;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kdapack.config.ModelConfig;
 import io.kdapack.core.model.LanguageModel.LossWeights;
 import io.kdapack.core.model.LanguageModel.Output;
+import io.kdapack.core.model.ModelConfig;
 import io.kdapack.core.nn.Parameter;
 import java.util.function.DoubleSupplier;
 import org.junit.jupiter.api.Test;

@@ -7,12 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kdapack.config.ModelConfig;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.io.Tensor;
 import io.kdapack.core.kda.KdaChunked;
 import io.kdapack.core.model.LanguageModel.LossWeights;
 import io.kdapack.core.model.LanguageModel.Output;
+import io.kdapack.core.model.ModelConfig;
 import io.kdapack.core.nn.Parameter;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,10 +1,10 @@
 package io.kdapack.core.model;
 
-import io.kdapack.config.KdaConfig;
-import io.kdapack.config.MlaConfig;
-import io.kdapack.config.ModelConfig;
-import io.kdapack.config.MtpConfig;
 import io.kdapack.core.kda.KdaChunked;
+import io.kdapack.core.model.KdaConfig;
+import io.kdapack.core.model.MlaConfig;
+import io.kdapack.core.model.ModelConfig;
+import io.kdapack.core.model.MtpConfig;
 import io.kdapack.core.nn.Parameter;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Random;
 
 /** Tiny configurations, random weights of test size and packed micro-batches for the model tests. */
-final class TinyModels {
+public final class TinyModels {
     static final int VOCAB = 20;
 
     private TinyModels() {
@@ -44,7 +44,7 @@ final class TinyModels {
      * becomes standard normal (FLA's values, around −5, put the gate where softplus is nearly flat and its gradient
      * near round-off); A_log and the convolutions keep their initialisation.
      */
-    static void enlarge(List<Parameter> parameters, long seed) {
+    public static void enlarge(List<Parameter> parameters, long seed) {
         Random random = new Random(seed ^ 0x5DEECE66DL);
         for (Parameter p : parameters) {
             String name = p.name();

@@ -148,7 +148,7 @@ class MlaAttentionTest {
 
     @Test
     void shapeComesFromTheModelConfiguration() {
-        io.kdapack.config.ModelConfig model = io.kdapack.config.ModelConfig.defaults();
+        io.kdapack.core.model.ModelConfig model = io.kdapack.core.model.ModelConfig.defaults();
         MlaShape shape = MlaShape.of(model);
         assertEquals(model.hiddenSize(), shape.hidden());
         assertEquals(model.mla().numHeads(), shape.heads());

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import io.kdapack.config.OptimizerConfig;
+import io.kdapack.core.optim.OptimizerConfig;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

@@ -17,10 +17,10 @@ public final class MtpRoll {
     public static void roll(int[] labels, float[] lossMask, int[] segmentIds, int batch, int length,
                             int[] rolledLabels, float[] rolledMask) {
         for (int[] a : new int[][] {labels, segmentIds, rolledLabels}) {
-            Segmenter.checkShape(a.length, batch, length);
+            checkShape(a.length, batch, length);
         }
-        Segmenter.checkShape(lossMask.length, batch, length);
-        Segmenter.checkShape(rolledMask.length, batch, length);
+        checkShape(lossMask.length, batch, length);
+        checkShape(rolledMask.length, batch, length);
         if (rolledLabels == labels || rolledMask == lossMask) {
             throw new IllegalArgumentException("rolled outputs must not alias the inputs");
         }
@@ -33,6 +33,12 @@ public final class MtpRoll {
                 rolledLabels[at] = next ? labels[at + 1] : 0;
                 rolledMask[at] = next ? lossMask[at + 1] : 0f;
             }
+        }
+    }
+
+    private static void checkShape(int size, int batch, int length) {
+        if (batch < 0 || length < 0 || (long) batch * length != size) {
+            throw new IllegalArgumentException("array of " + size + " values is not [B,L] = [" + batch + "," + length + "]");
         }
     }
 }

@@ -1,0 +1,206 @@
+package io.kdapack.bench;
+
+import io.kdapack.bench.InterleavedTiming;
+import io.kdapack.bench.MatmulProbe;
+import io.kdapack.core.kda.HeadParallelBackend;
+import io.kdapack.core.kda.KdaBackend;
+import io.kdapack.core.kda.KdaChunk;
+import io.kdapack.core.kda.KdaChunked;
+import io.kdapack.core.kda.KdaInputs;
+import io.kdapack.core.kda.KdaOptions;
+import io.kdapack.core.kda.KdaPreprocess;
+import io.kdapack.core.kda.KdaRecurrent;
+import io.kdapack.core.kda.Segments;
+import io.kdapack.core.kda.Varlen;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
+ * random-length documents (forward, and forward with backward), the same tokens as one document, the recurrent
+ * reference, and a fixed matrix product as the machine's ceiling ({@link MatmulProbe}), each timed as the median
+ * of several runs after warm-up runs, all five taking turns run by run so that their ratios see the same machine.
+ *
+ * <p>Flop count ({@link #chunkedFlops}): per chunk of {@code L} tokens and per value head, the operations the
+ * chunked algorithm performs, a multiply-add counting 2, an addition or multiplication 1, an exponential 1
+ * — see {@link KdaChunk}:
+ * <ul>
+ *   <li>prepare (forward intermediates): gate prefix/suffix sums and exps {@code 4LK}, {@code Qg, Kg, Kd}
+ *       {@code 3LK}, the decayed pair products {@code Aqk}, {@code P} {@code 4·L(L+1)/2·K} (the multiply-adds
+ *       only; the decay factors are not counted), {@code (I + A)⁻¹} {@code L³/3}, {@code W, U}
+ *       {@code L(L+1)(K+V)}, {@code V' = U − WS} {@code 2LKV};</li>
+ *   <li>forward: prepare + {@code Qg S} {@code 2LKV} + {@code Aqk V'} {@code L(L+1)V} + state update
+ *       {@code 2LKV + KV};</li>
+ *   <li>backward from the training forward's tape: eight {@code L×K×V} products {@code 16LKV} +
+ *       {@code dAqk}/{@code dV'} {@code 2L(L+1)V} + {@code (I + A)⁻ᵀ} products {@code L(L+1)(K+V)} and
+ *       {@code dA} {@code L(L−1)(K+V)} + pairwise backward (four decayed products) {@code 8·L(L+1)/2·K} +
+ *       elementwise and cumsum {@code 11LK}; plus prepare again when the call is too large for the tape to
+ *       keep the intermediates ({@link KdaChunked#KEPT_FLOATS}).</li>
+ * </ul>
+ * Only the useful (triangular) part of a triangular product counts, so the figure does not reward waste.
+ */
+public final class KdaBenchmark {
+
+    /** Benchmark shape. */
+    public record Config(int tokens, int heads, int valueHeads, int keyDim, int valueDim, int docs, int threads,
+                         int warmUp, int repeats) {
+        public Config {
+            if (tokens < 1 || heads < 1 || valueHeads < 1 || keyDim < 1 || valueDim < 1 || threads < 1
+                    || warmUp < 0 || repeats < 1) {
+                throw new IllegalArgumentException("T, H, HV, K, V, threads, repeats must be >= 1 and warm-up >= 0");
+            }
+            if (docs < 1 || docs > tokens) {
+                throw new IllegalArgumentException("docs must be in [1, T = " + tokens + "], got " + docs);
+            }
+            if (valueHeads % heads != 0) {
+                throw new IllegalArgumentException("HV = " + valueHeads + " must be a multiple of H = " + heads);
+            }
+        }
+    }
+
+    private KdaBenchmark() {
+    }
+
+    /** Runs the benchmark; the map is the JSON object to print, in a stable key order. */
+    public static Map<String, Object> run(Config c) {
+        Random rnd = new Random(2026);
+        Segments packed = Varlen.fromCuSeqlens(randomCuSeqlens(rnd, c.tokens(), c.docs()), c.tokens());
+        Segments single = Varlen.fromCuSeqlens(new int[] {0, c.tokens()}, c.tokens());
+        Problem packedProblem = Problem.draw(rnd, packed, c);
+        Problem singleProblem = packedProblem.withSegments(single, c);
+        KdaChunked chunked = new KdaChunked(c.threads());
+        KdaRecurrent recurrent = new KdaRecurrent(c.threads());
+
+        double[] t;
+        double matmulGflops;
+        try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
+            t = InterleavedTiming.medians(c.warmUp(), c.repeats(), () -> packedProblem.forward(chunked),
+                    () -> packedProblem.forwardBackward(chunked), () -> singleProblem.forwardBackward(chunked),
+                    () -> packedProblem.forwardBackward(recurrent), matmul::run);
+            matmulGflops = matmul.flops() / t[4] * 1e-9;
+        }
+        boolean recomputed = chunked.keepForBackward(packedProblem.inputs()) != HeadParallelBackend.Keep.INTERMEDIATES;
+        double fwdPacked = t[0];
+        double fwdBwdPacked = t[1];
+        double fwdBwdSingle = t[2];
+        double fwdBwdRecurrent = t[3];
+        double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim(), recomputed);
+
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("T", c.tokens());
+        out.put("H", c.heads());
+        out.put("HV", c.valueHeads());
+        out.put("K", c.keyDim());
+        out.put("V", c.valueDim());
+        out.put("docs", c.docs());
+        out.put("threads", c.threads());
+        out.put("fwd_tokens_per_s", c.tokens() / fwdPacked);
+        out.put("fwd_bwd_tokens_per_s", c.tokens() / fwdBwdPacked);
+        out.put("fwd_bwd_ms", fwdBwdPacked * 1e3);
+        out.put("unpacked_fwd_bwd_ms", fwdBwdSingle * 1e3);
+        out.put("packed_over_unpacked", fwdBwdPacked / fwdBwdSingle);
+        out.put("recurrent_fwd_bwd_ms", fwdBwdRecurrent * 1e3);
+        out.put("chunked_speedup", fwdBwdRecurrent / fwdBwdPacked);
+        out.put("flops_fwd_bwd", flops);
+        out.put("gflops", flops / fwdBwdPacked * 1e-9);
+        out.put("matmul_gflops", matmulGflops);
+        return out;
+    }
+
+    /**
+     * Flops of one training forward plus its backward of the chunked backend (see the class comment);
+     * {@code recomputed} when the backward recomputes the chunk intermediates.
+     */
+    public static double chunkedFlops(Segments segments, int valueHeads, int keyDim, int valueDim,
+                                      boolean recomputed) {
+        double total = 0;
+        for (int n = 0; n < segments.count(); n++) {
+            for (int first = 0; first < segments.length(n); first += KdaChunk.SIZE) {
+                int len = Math.min(KdaChunk.SIZE, segments.length(n) - first);
+                total += chunkFlops(len, keyDim, valueDim, recomputed);
+            }
+        }
+        return total * valueHeads;
+    }
+
+    private static double chunkFlops(double l, double k, double v, boolean recomputed) {
+        double pairs = l * (l + 1) / 2;
+        double prepare = 7 * l * k + 4 * pairs * k + l * l * l / 3 + l * (l + 1) * (k + v) + 2 * l * k * v;
+        double forward = prepare + 2 * l * k * v + 2 * pairs * v + 2 * l * k * v + k * v;
+        double backward = 16 * l * k * v + 4 * pairs * v + l * (l + 1) * (k + v) + l * (l - 1) * (k + v)
+                + 8 * pairs * k + 11 * l * k + (recomputed ? prepare : 0);
+        return forward + backward;
+    }
+
+    /** {@code docs} random lengths ≥ 1 summing to {@code tokens}: distinct random cut points. */
+    static int[] randomCuSeqlens(Random rnd, int tokens, int docs) {
+        int[] cuts = rnd.ints(1, tokens).distinct().limit(docs - 1L).sorted().toArray();
+        int[] cu = new int[docs + 1];
+        System.arraycopy(cuts, 0, cu, 1, cuts.length);
+        cu[docs] = tokens;
+        return cu;
+    }
+
+    /** Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)). */
+    private record Problem(KdaInputs inputs, float[] dO, float[] dHt) {
+
+        static Problem draw(Random rnd, Segments s, Config c) {
+            int t = s.tokens();
+            float[] q = unitRows(rnd, t * c.heads(), c.keyDim());
+            float[] k = unitRows(rnd, t * c.heads(), c.keyDim());
+            float[] v = normal(rnd, t * c.valueHeads() * c.valueDim());
+            float[] g = normal(rnd, t * c.valueHeads() * c.keyDim());
+            for (int i = 0; i < g.length; i++) {
+                g[i] = (float) -KdaPreprocess.softplus(-g[i]);
+            }
+            float[] beta = normal(rnd, t * c.valueHeads());
+            for (int i = 0; i < beta.length; i++) {
+                beta[i] = KdaPreprocess.sigmoid(beta[i]);
+            }
+            KdaInputs in = new KdaInputs(s, c.heads(), c.valueHeads(), c.keyDim(), c.valueDim(), q, k, v, g, beta,
+                    null, null, null);
+            return new Problem(in, normal(rnd, v.length),
+                    normal(rnd, Math.toIntExact(in.stateSize())));
+        }
+
+        Problem withSegments(Segments s, Config c) {
+            KdaInputs i = inputs;
+            KdaInputs in = new KdaInputs(s, i.heads(), i.valueHeads(), i.keyDim(), i.valueDim(), i.q(), i.k(), i.v(),
+                    i.g(), i.beta(), null, null, null);
+            return new Problem(in, dO, new float[Math.toIntExact(in.stateSize())]);
+        }
+
+        void forward(KdaBackend backend) {
+            backend.forward(inputs, KdaOptions.plain());
+        }
+
+        /** A training step's pair: the forward that keeps its tape, then the backward through it. */
+        void forwardBackward(KdaBackend backend) {
+            backend.backward(backend.forwardForBackward(inputs, KdaOptions.plain()), dO, dHt);
+        }
+
+        private static float[] normal(Random rnd, int n) {
+            float[] x = new float[n];
+            for (int i = 0; i < n; i++) {
+                x[i] = (float) rnd.nextGaussian();
+            }
+            return x;
+        }
+
+        private static float[] unitRows(Random rnd, int rows, int dim) {
+            float[] x = normal(rnd, rows * dim);
+            for (int r = 0; r < rows; r++) {
+                double s = 0;
+                for (int i = 0; i < dim; i++) {
+                    s += x[r * dim + i] * x[r * dim + i];
+                }
+                float inv = (float) (1 / Math.sqrt(s));
+                for (int i = 0; i < dim; i++) {
+                    x[r * dim + i] *= inv;
+                }
+            }
+            return x;
+        }
+    }
+}

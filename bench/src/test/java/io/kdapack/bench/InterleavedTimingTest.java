@@ -1,0 +1,45 @@
+package io.kdapack.bench;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class InterleavedTimingTest {
+
+    @Test
+    void actionsTakeTurnsAndEachGetsItsOwnMedian() {
+        List<String> order = new ArrayList<>();
+        double[] medians = InterleavedTiming.medians(1, 3, () -> order.add("a"), () -> order.add("b"));
+        assertEquals(List.of("a", "b", "a", "b", "a", "b", "a", "b"), order);
+        assertEquals(2, medians.length);
+        for (double m : medians) {
+            assertTrue(m >= 0 && m < 1, "median " + m);
+        }
+    }
+
+    @Test
+    void slowerActionHasTheLargerMedian() {
+        double[] medians = InterleavedTiming.medians(0, 3, () -> { }, () -> sleep(20));
+        assertTrue(medians[1] > medians[0] && medians[1] >= 0.015, medians[0] + " vs " + medians[1]);
+    }
+
+    @Test
+    void rejectsNoRepeats() {
+        var e = assertThrows(IllegalArgumentException.class, () -> InterleavedTiming.medians(0, 0, () -> { }));
+        assertTrue(e.getMessage().contains("repeats"), e.getMessage());
+        assertArrayEquals(new double[0], InterleavedTiming.medians(0, 1));
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,200 @@
+package io.kdapack.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kdapack.data.synthetic.AssociativeRecall;
+import io.kdapack.training.RecallDatasets;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class TrainCommandTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** A recall dataset with its held-out companion and a config of {@code steps} tiny steps on it. */
+    private static Path setUp(Path dir, int steps) throws IOException {
+        Path train = dir.resolve("data/recall-train");
+        RecallDatasets.write(train, AssociativeRecall.demo(), 300, 1);
+        RecallDatasets.write(dir.resolve("data/recall-heldout"), AssociativeRecall.demo(), 40, 2);
+        Path config = dir.resolve("tiny.yaml");
+        Files.writeString(config, """
+                train:
+                  steps: %d
+                  micro_batch_size: 2
+                  num_microbatches: 2
+                  seq_length: 64
+                  optimizer: {lr: 0.1, min_lr: 0.01, warmup_steps: 0}
+                  checkpoint: {interval: 2}
+                  data: {prefix: %s}
+                """.formatted(steps, train.toAbsolutePath()));
+        return config;
+    }
+
+    @Test
+    void trainsAndLeavesMetricsPlotCheckpointAndEvalInTheRunDirectory(@TempDir Path dir) throws IOException {
+        Path config = setUp(dir, 4);
+        Path run = dir.resolve("run");
+        Result r = run("train", "--config", config.toString(), "--out", run.toString(), "--threads", "2");
+        assertEquals(0, r.exit, r.err);
+
+        List<JsonNode> metrics = metrics(run);
+        assertEquals(List.of(1L, 2L, 3L, 4L), metrics.stream().map(m -> m.get("step").asLong()).toList());
+        for (String field : List.of("loss", "mtp_loss", "tokens", "segments", "grad_norm", "lr", "tokens_per_s")) {
+            assertTrue(metrics.get(0).get(field).isNumber(), field + " in " + metrics.get(0));
+        }
+        assertEquals(2 * 2 * 64, metrics.get(0).get("tokens").asLong());
+        byte[] png = Files.readAllBytes(run.resolve("loss.png"));
+        assertEquals((byte) 0x89, png[0]);
+        assertEquals('P', png[1]);
+        assertTrue(Files.isDirectory(run.resolve("checkpoints/step-00000002")));
+        assertTrue(Files.isDirectory(run.resolve("checkpoints/step-00000004")));
+        assertTrue(r.err.contains("step 4/4"), r.err);
+
+        JsonNode summary = JSON.readTree(r.out);
+        assertEquals(4, summary.get("steps").asLong());
+        assertTrue(summary.get("heldout_answers").asLong() > 0, r.out);
+        double answerLoss = summary.get("heldout_answer_loss").asDouble();
+        assertTrue(answerLoss > 0 && Double.isFinite(answerLoss), r.out);
+        JsonNode eval = JSON.readTree(run.resolve("eval.json").toFile());
+        assertEquals(answerLoss, eval.get("heldout_answer_loss").asDouble());
+        assertTrue(JSON.readTree(run.resolve("config.json").toFile()).at("/train/steps").asInt() == 4);
+    }
+
+    /** The main job end to end on the real hybrid model (3 KDA + 1 MLA layers, MTP on), shrunk to two steps. */
+    @Test
+    void aTwoStepConfigTrainsTheHybridModel(@TempDir Path dir) throws IOException {
+        Path train = dir.resolve("data/recall-train");
+        RecallDatasets.write(train, AssociativeRecall.demo(), 100, 1);
+        RecallDatasets.write(dir.resolve("data/recall-heldout"), AssociativeRecall.demo(), 20, 2);
+        Path config = dir.resolve("two-steps.yaml");
+        Files.writeString(config, """
+                model:
+                  hidden_size: 32
+                  intermediate_size: 64
+                  kda: {num_heads: 2, num_v_heads: 2, head_dim: 16}
+                  mla: {num_heads: 2, kv_lora_rank: 16, qk_nope_head_dim: 8, qk_rope_head_dim: 8, v_head_dim: 8}
+                train:
+                  steps: 2
+                  micro_batch_size: 2
+                  num_microbatches: 2
+                  seq_length: 64
+                  optimizer: {warmup_steps: 0}
+                  data: {prefix: %s}
+                """.formatted(train.toAbsolutePath()));
+        Path run = dir.resolve("run");
+        Result r = run(new TrainCommand(), "train", "--config", config.toString(), "--out", run.toString());
+        assertEquals(0, r.exit, r.err);
+        List<JsonNode> metrics = metrics(run);
+        assertEquals(2, metrics.size());
+        for (JsonNode step : metrics) {
+            assertTrue(step.get("loss").asDouble() > 0 && step.get("mtp_loss").asDouble() > 0, step.toString());
+            assertTrue(step.get("grad_norm").asDouble() > 0, step.toString());
+        }
+        // Near-uniform predictions at initialisation: about ln 131.
+        assertEquals(Math.log(131), metrics.get(0).get("loss").asDouble(), 0.2);
+        assertTrue(Files.isRegularFile(run.resolve("checkpoints/step-00000002/model.safetensors")));
+        assertTrue(Files.isRegularFile(run.resolve("loss.png")));
+        JsonNode summary = JSON.readTree(r.out);
+        assertTrue(summary.get("heldout_answers").asLong() > 0, r.out);
+    }
+
+    @Test
+    void resumeContinuesTheRunBitIdentically(@TempDir Path dir) throws IOException {
+        Path config = setUp(dir, 4);
+        Path straight = dir.resolve("straight");
+        assertEquals(0, run("train", "--config", config.toString(), "--out", straight.toString()).exit);
+
+        Path interrupted = dir.resolve("interrupted");
+        assertEquals(0, run("train", "--config", config.toString(), "--out", interrupted.toString()).exit);
+        // Interrupt after step 2: drop the last checkpoint and the metrics after step 3 (a crash mid-step 4).
+        deleteRecursively(interrupted.resolve("checkpoints/step-00000004"));
+        List<String> lines = Files.readAllLines(interrupted.resolve("metrics.jsonl"));
+        Files.write(interrupted.resolve("metrics.jsonl"), lines.subList(0, 3));
+
+        Result resumed = run("train", "--config", config.toString(), "--out", interrupted.toString(), "--resume",
+                "--threads", "1");
+        assertEquals(0, resumed.exit, resumed.err);
+        assertTrue(resumed.err.contains("resumed at step 2"), resumed.err);
+        assertEquals(losses(straight), losses(interrupted), "steps 3 and 4 again, bit-identical");
+    }
+
+    @Test
+    void badUseEndsInOneLineAndExitCode2(@TempDir Path dir) throws IOException {
+        Path config = setUp(dir, 4);
+        Path run = dir.resolve("run");
+        assertTrue(run("train", "--config", config.toString(), "--out", run.toString(), "--steps", "1").exit == 0);
+        Result again = run("train", "--config", config.toString(), "--out", run.toString(), "--steps", "1");
+        assertEquals(Main.EXIT_BAD_INPUT, again.exit);
+        assertTrue(again.err.contains("already holds checkpoints"), again.err);
+
+        Result noCheckpoint = run("train", "--config", config.toString(), "--out", dir.resolve("empty").toString(),
+                "--resume");
+        assertEquals(Main.EXIT_BAD_INPUT, noCheckpoint.exit);
+        assertTrue(noCheckpoint.err.contains("no complete checkpoint"), noCheckpoint.err);
+
+        Result otherConfig = run("train", "--config", config.toString(), "--out", run.toString(), "--resume",
+                "--steps", "3");
+        assertEquals(Main.EXIT_BAD_INPUT, otherConfig.exit);
+        assertTrue(otherConfig.err.contains("different configuration"), otherConfig.err);
+
+        Files.writeString(config, "train: {data: {prefix: " + dir.resolve("missing").toAbsolutePath() + "}}\n");
+        Result missing = run("train", "--config", config.toString(), "--out", dir.resolve("m").toString());
+        assertEquals(Main.EXIT_BAD_INPUT, missing.exit);
+        assertTrue(missing.err.contains("missing.idx") && missing.err.contains("kdapack data synth"), missing.err);
+        assertFalse(missing.err.contains("\tat "), "no stack trace: " + missing.err);
+    }
+
+    private static List<Double> losses(Path run) throws IOException {
+        return metrics(run).stream().map(m -> m.get("loss").asDouble()).toList();
+    }
+
+    private static List<JsonNode> metrics(Path run) throws IOException {
+        return Files.readAllLines(run.resolve("metrics.jsonl")).stream().map(line -> {
+            try {
+                return JSON.readTree(line);
+            } catch (IOException e) {
+                throw new AssertionError(e);
+            }
+        }).toList();
+    }
+
+    private static void deleteRecursively(Path dir) throws IOException {
+        try (var walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+    }
+
+    private record Result(int exit, String out, String err) {
+    }
+
+    private static Result run(String... args) {
+        return run(new TrainCommand(UnigramModel.FACTORY), args);
+    }
+
+    private static Result run(TrainCommand command, String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        // The train command alone, under Main's error handling.
+        CommandLine cli = new CommandLine(command);
+        cli.setExecutionExceptionHandler(Main.commandLine().getExecutionExceptionHandler());
+        cli.setOut(new PrintWriter(out));
+        cli.setErr(new PrintWriter(err));
+        if (!args[0].equals("train")) {
+            throw new IllegalArgumentException("only the train command runs here, got " + args[0]);
+        }
+        int exit = cli.execute(java.util.Arrays.copyOfRange(args, 1, args.length));
+        return new Result(exit, out.toString(), err.toString());
+    }
+}

@@ -1,0 +1,19 @@
+package io.kdapack.training.pipeline;
+
+/**
+ * Everything the actor pipeline needs from the training loop for one job: what to run ({@link #plan}) and
+ * the three stages' work. The pipeline closes each stage's object when that stage stops.
+ */
+public interface TrainingBackend {
+
+    TrainingPlan plan();
+
+    /** Loader stage. */
+    SampleSource samples();
+
+    /** Segmenter stage. */
+    BatchSegmenter segmenter();
+
+    /** Model stage: created lazily so that a GPU context can be created on the compute thread itself. */
+    StepCompute createCompute() throws Exception;
+}

@@ -1,0 +1,139 @@
+package io.kdapack.training;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kdapack.config.DataConfig;
+import io.kdapack.core.loss.LossMode;
+import io.kdapack.core.model.LanguageModel;
+import io.kdapack.core.model.MicroBatch;
+import io.kdapack.core.nn.Parameter;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class GradientAccumulationTest {
+    private static final double FACTOR = 0.1;
+
+    @Test
+    void perMicroBatchMeanWeightsEachMicroBatchByItsOwnCountOverM(@TempDir Path dir) throws IOException {
+        List<MicroBatch> batches = microBatches(dir, 3);
+        GradientAccumulation acc = GradientAccumulation.of(LossMode.PER_MICROBATCH_MEAN, batches, 1, FACTOR);
+        for (int m = 0; m < 3; m++) {
+            MicroBatch b = batches.get(m);
+            assertEquals(1.0 / b.lossTokens() / 3, acc.weights(m).tokenWeight(), 1e-15);
+            assertEquals(FACTOR / b.mtpLossTokens() / 3, acc.weights(m).mtpTokenWeight(), 1e-15);
+        }
+    }
+
+    @Test
+    void perTokenWeightsEveryTokenByTheGlobalCount(@TempDir Path dir) throws IOException {
+        List<MicroBatch> batches = microBatches(dir, 3);
+        long total = batches.stream().mapToLong(MicroBatch::lossTokens).sum();
+        GradientAccumulation acc = GradientAccumulation.of(LossMode.PER_TOKEN, batches, 1, FACTOR);
+        for (int m = 0; m < 3; m++) {
+            assertEquals(1.0 / total, acc.weights(m).tokenWeight(), 1e-15);
+            // Megatron's MTPLossAutoScaler in per-token mode: the main loss's global count.
+            assertEquals(FACTOR / total, acc.weights(m).mtpTokenWeight(), 1e-15);
+        }
+    }
+
+    /**
+     * The accumulated gradient is the gradient of the mode's objective: compared with the weighted sum of each
+     * micro-batch's separately computed main and MTP gradients. Tolerance 1e-5 relative: fp32 gradient sums in a
+     * different association.
+     */
+    @Test
+    void accumulatedGradientIsTheGradientOfTheModesObjective(@TempDir Path dir) throws IOException {
+        List<MicroBatch> batches = microBatches(dir, 3);
+        long total = batches.stream().mapToLong(MicroBatch::lossTokens).sum();
+        for (LossMode mode : LossMode.values()) {
+            BigramModel model = new BigramModel(131, 8, 1, 5, true);
+            GradientAccumulation acc = GradientAccumulation.of(mode, batches, 1, FACTOR);
+            double[] expected = new double[gradientSize(model)];
+            double loggedSum = 0;
+            long loggedCount = 0;
+            double mtpMeans = 0;
+            for (int m = 0; m < batches.size(); m++) {
+                MicroBatch b = batches.get(m);
+                double a = mode == LossMode.PER_TOKEN ? 1.0 / total : 1.0 / b.lossTokens() / batches.size();
+                double c = mode == LossMode.PER_TOKEN ? FACTOR / total : FACTOR / b.mtpLossTokens() / batches.size();
+                addScaled(expected, gradientOf(model, b, new LanguageModel.LossWeights(1, 0)), a);
+                addScaled(expected, gradientOf(model, b, new LanguageModel.LossWeights(0, 1)), c);
+            }
+            model.parameters().forEach(Parameter::zeroGrad);
+            for (int m = 0; m < batches.size(); m++) {
+                LanguageModel.Output out = model.run(batches.get(m), acc.weights(m));
+                acc.add(m, out);
+                loggedSum += out.lossSum();
+                loggedCount += out.lossCount();
+                mtpMeans += out.mtpLossSum() / out.mtpLossCount();
+            }
+            assertTrue(acc.complete());
+            assertEquals(loggedSum / loggedCount, acc.reduce(1, 0, 0).loss(), 0, "logged loss = Σ sums / Σ counts in both modes");
+            assertEquals(mtpMeans / batches.size(), acc.reduce(1, 0, 0).mtpLoss(), 1e-12, "MTP loss: mean of per-micro-batch means");
+            double[] actual = flatGradient(model);
+            assertTrue(relativeError(actual, expected) < 1e-5, mode + ": " + relativeError(actual, expected));
+        }
+    }
+
+    @Test
+    void microBatchesGoInOrderAndTheMtpLossIsAbsentWithoutMtp(@TempDir Path dir) throws IOException {
+        List<MicroBatch> batches = microBatches(dir, 2);
+        GradientAccumulation acc = GradientAccumulation.of(LossMode.PER_TOKEN, batches, 0, FACTOR);
+        LanguageModel.Output out = new LanguageModel.Output(new double[0], 2.0, 1, null, 0, 0);
+        assertThrows(IllegalArgumentException.class, () -> acc.add(1, out));
+        acc.add(0, out);
+        assertNull(acc.reduce(1, 0, 0).mtpLoss());
+        assertEquals(0, acc.weights(0).mtpTokenWeight());
+        assertThrows(IllegalArgumentException.class, () -> GradientAccumulation.of(LossMode.PER_TOKEN, List.of(), 0, 0));
+    }
+
+    private static List<MicroBatch> microBatches(Path dir, int count) throws IOException {
+        Path data = TrainingFixtures.dataset(dir);
+        MegatronSamples samples = MegatronSamples.open(data, DataConfig.defaults(), 40, 3, 2L * count);
+        MicroBatchAssembler assembler = new MicroBatchAssembler(samples, 2, 1);
+        return java.util.stream.IntStream.range(0, count).mapToObj(assembler::microBatch).toList();
+    }
+
+    private static double[] gradientOf(BigramModel model, MicroBatch batch, LanguageModel.LossWeights weights) {
+        model.parameters().forEach(Parameter::zeroGrad);
+        model.run(batch, weights);
+        return flatGradient(model);
+    }
+
+    private static int gradientSize(BigramModel model) {
+        return model.parameters().stream().mapToInt(Parameter::size).sum();
+    }
+
+    private static double[] flatGradient(BigramModel model) {
+        double[] out = new double[gradientSize(model)];
+        int at = 0;
+        for (Parameter p : model.parameters()) {
+            for (float g : p.grads()) {
+                out[at++] = g;
+            }
+        }
+        return out;
+    }
+
+    private static void addScaled(double[] into, double[] x, double scale) {
+        for (int i = 0; i < into.length; i++) {
+            into[i] += scale * x[i];
+        }
+    }
+
+    private static double relativeError(double[] actual, double[] expected) {
+        double diff = 0;
+        double norm = 0;
+        for (int i = 0; i < actual.length; i++) {
+            diff += (actual[i] - expected[i]) * (actual[i] - expected[i]);
+            norm += expected[i] * expected[i];
+        }
+        return Math.sqrt(diff / norm);
+    }
+}
