@@ -266,7 +266,7 @@ public final class Trainer implements AutoCloseable {
         TrainConfig t = config.train();
         TrainConfig normalised = new TrainConfig(t.seed(), t.steps(), t.microBatchSize(), t.numMicrobatches(),
                 t.seqLength(), t.calculatePerTokenLoss(), t.optimizer(), t.data(), CheckpointConfig.defaults(), 0,
-                TrainConfig.defaults().backend(), t.isolation());
+                TrainConfig.defaults().backend(), t.isolation(), t.evalInterval(), t.evalIters());
         return new KdapackConfig(config.model(), normalised, config.server()).fingerprint();
     }
 
