@@ -108,6 +108,9 @@ final class TrainCommand implements Callable<Integer> {
                 summary.put("isolation", cfg.train().isolation());
                 summary.put("first_loss", run.metrics().get(0).path("loss").asDouble());
                 summary.put("final_loss", run.metrics().get(run.metrics().size() - 1).path("loss").asDouble());
+                if (run.metrics().get(run.metrics().size() - 1).path("val_loss").isNumber()) {
+                    summary.put("final_val_loss", run.metrics().get(run.metrics().size() - 1).path("val_loss").asDouble());
+                }
                 summary.put("plot", run.writePlot("kdapack train " + runDir.getFileName()).toString());
                 summary.putAll(eval(trainer, data, run, err));
                 spec.commandLine().getOut().println(new com.fasterxml.jackson.databind.ObjectMapper()
