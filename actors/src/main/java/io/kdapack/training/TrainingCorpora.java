@@ -63,6 +63,12 @@ public record TrainingCorpora(List<Path> prefixes, double[] weights) {
         return of(data, (path, key) -> DatasetPaths.trainPrefix(path));
     }
 
+    /** The weights as configured, a copy; {@code null} for one prefix. */
+    @Override
+    public double[] weights() {
+        return weights == null ? null : weights.clone();
+    }
+
     /** Whether this is a blend of several corpora. */
     public boolean blended() {
         return weights != null;

@@ -14,6 +14,8 @@ final class ConfigRules {
 
     private static final Pattern SPLIT = Pattern.compile("\\s*[0-9.]+(\\s*[,/]\\s*[0-9.]+){0,2}\\s*");
     private static final Pattern TOKEN = Pattern.compile("\\S+");
+    /** Largest valid split (samples) an evaluation schedule may ask for: Megatron's sample index is int32. */
+    static final long MAX_VALID_SAMPLES = Integer.MAX_VALUE / 2 - 1;
 
     static final Map<String, Rule> RULES = Map.ofEntries(
             Map.entry("model.vocab_size", atLeast(1)),
@@ -117,6 +119,22 @@ final class ConfigRules {
             throw new ConfigException("train.eval_interval", c.train().evalInterval(), "expected 0: train.data.split '"
                     + d.split() + "' has no valid part to evaluate on (give it a second weight > 0, e.g. 969,30,1)",
                     sourceOf.apply("train.eval_interval"));
+        }
+        if (c.train().validates()) {
+            TrainConfig t = c.train();
+            long samples;
+            try {
+                samples = t.validSamples();
+            } catch (ArithmeticException e) {
+                samples = Long.MAX_VALUE;
+            }
+            if (samples > MAX_VALID_SAMPLES) {
+                throw new ConfigException("train.eval_iters", t.evalIters(), "the valid split would need (steps div "
+                        + "eval_interval + 1) · eval_iters · global batch = " + (samples == Long.MAX_VALUE ? "more than "
+                        + Long.MAX_VALUE : samples) + " samples, more than the " + MAX_VALID_SAMPLES
+                        + " an int32 sample index holds: lower train.eval_iters or raise train.eval_interval",
+                        sourceOf.apply("train.eval_iters"));
+            }
         }
     }
 

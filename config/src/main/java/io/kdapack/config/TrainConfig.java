@@ -38,9 +38,12 @@ public record TrainConfig(long seed, int steps, int microBatchSize, int numMicro
      * Megatron's {@code get_train_valid_test_num_samples} for the valid split:
      * {@code (steps div eval_interval + 1) · eval_iters · global batch} (every evaluation in the loop and the one after
      * it); 0 without validation.
+     *
+     * @throws ArithmeticException when the product does not fit a long
      */
     public long validSamples() {
-        return validates() ? ((long) steps / evalInterval + 1) * evalIters * globalBatchSize() : 0;
+        return validates() ? Math.multiplyExact(Math.multiplyExact((long) steps / evalInterval + 1, (long) evalIters),
+                (long) globalBatchSize()) : 0;
     }
 
     /** Samples per optimizer step. */

@@ -62,6 +62,8 @@ class BlendAndEvalConfigTest {
         expect("train:\n  eval_iters: 0\n", "train.eval_iters", "expected an integer >= 1");
         expect("train:\n  eval_interval: -1\n", "train.eval_interval", "expected an integer >= 0");
         expect("model:\n  tokenizer: ' '\n", "model.tokenizer", "tokenizer.json");
+        expect("train:\n  steps: 1000\n  eval_interval: 1\n  eval_iters: 2000000000\n", "train.eval_iters",
+                "more than the 1073741822 an int32 sample index holds");
     }
 
     private static void expect(String yaml, String key, String message) {
