@@ -11,6 +11,7 @@ import io.kdapack.training.ModelFactory;
 import io.kdapack.training.RecallEval;
 import io.kdapack.training.StepResult;
 import io.kdapack.training.Trainer;
+import io.kdapack.training.TrainingCorpora;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -78,8 +79,10 @@ final class TrainCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         KdapackConfig cfg = ConfigLoader.load(config, System.getenv(), overrides());
         Path runDir = runDirectory();
-        Path data = DatasetPaths.trainPrefix(cfg.train().data().prefix());
-        requireDataset(data);
+        TrainingCorpora data = TrainingCorpora.of(cfg.train().data());
+        for (Path prefix : data.prefixes()) {
+            requireDataset(prefix);
+        }
         if (!resume && hasCheckpoints(runDir.resolve("checkpoints"))) {
             throw new IllegalArgumentException("--out " + runDir + " already holds checkpoints: add --resume to continue "
                     + "that run, or choose another --out");
@@ -105,6 +108,9 @@ final class TrainCommand implements Callable<Integer> {
                 summary.put("isolation", cfg.train().isolation());
                 summary.put("first_loss", run.metrics().get(0).path("loss").asDouble());
                 summary.put("final_loss", run.metrics().get(run.metrics().size() - 1).path("loss").asDouble());
+                if (run.metrics().get(run.metrics().size() - 1).path("val_loss").isNumber()) {
+                    summary.put("final_val_loss", run.metrics().get(run.metrics().size() - 1).path("val_loss").asDouble());
+                }
                 summary.put("plot", run.writePlot("kdapack train " + runDir.getFileName()).toString());
                 summary.putAll(eval(trainer, data, run, err));
                 spec.commandLine().getOut().println(new com.fasterxml.jackson.databind.ObjectMapper()
@@ -120,6 +126,7 @@ final class TrainCommand implements Callable<Integer> {
             StepResult step = trainer.step();
             run.record(step);
             bar.update(step);
+            bar.validation(step);
             if (trainer.checkpointDue()) {
                 trainer.saveCheckpoint();
             }
@@ -127,14 +134,15 @@ final class TrainCommand implements Callable<Integer> {
     }
 
     /** The held-out recall eval, when the dataset has a held-out companion and uses the demo task's token ids. */
-    private Map<String, Object> eval(Trainer trainer, Path data, RunDirectory run, PrintWriter err) throws IOException {
+    private Map<String, Object> eval(Trainer trainer, TrainingCorpora data, RunDirectory run, PrintWriter err)
+            throws IOException {
         AssociativeRecall task = AssociativeRecall.demo();
         KdapackConfig cfg = trainer.config();
-        Optional<Path> heldOut = DatasetPaths.heldOutPrefix(data);
+        Optional<Path> heldOut = data.blended() ? Optional.empty() : DatasetPaths.heldOutPrefix(data.prefixes().get(0));
         if (heldOut.isEmpty() || cfg.train().data().eodId() != task.eodId() || cfg.train().data().padId() != task.padId()
                 || cfg.model().vocabSize() < task.vocabularySize()) {
-            err.println("kdapack train: no held-out recall eval (needs <name>-heldout beside <name>-train and the demo "
-                    + "task's token ids)");
+            err.println("kdapack train: no held-out recall eval (needs one prefix <name>-train with <name>-heldout "
+                    + "beside it and the demo task's token ids)");
             return Map.of();
         }
         RecallEval evaluator = new RecallEval(task, cfg.train().seqLength(), cfg.train().microBatchSize(),

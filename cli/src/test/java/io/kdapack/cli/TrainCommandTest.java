@@ -70,6 +70,48 @@ class TrainCommandTest {
         assertTrue(JSON.readTree(run.resolve("config.json").toFile()).at("/train/steps").asInt() == 4);
     }
 
+    @Test
+    void aBlendWithValidationLogsValLossAfterMegatronsSteps(@TempDir Path dir) throws IOException {
+        Path first = dir.resolve("data/a");
+        Path second = dir.resolve("data/b");
+        RecallDatasets.write(first, AssociativeRecall.demo(), 300, 1);
+        RecallDatasets.write(second, AssociativeRecall.demo(), 200, 5);
+        Path config = dir.resolve("blend.yaml");
+        Files.writeString(config, """
+                train:
+                  steps: 5
+                  micro_batch_size: 2
+                  num_microbatches: 2
+                  seq_length: 32
+                  eval_interval: 2
+                  eval_iters: 1
+                  optimizer: {lr: 0.1, min_lr: 0.01, warmup_steps: 0}
+                  checkpoint: {interval: 0}
+                  data:
+                    split: 90,10,0
+                    blend:
+                      - {weight: 2, prefix: %s}
+                      - {weight: 1, prefix: %s}
+                """.formatted(first.toAbsolutePath(), second.toAbsolutePath()));
+        Path run = dir.resolve("run");
+        Result r = run("train", "--config", config.toString(), "--out", run.toString(), "--threads", "1");
+        assertEquals(0, r.exit, r.err);
+        List<JsonNode> metrics = metrics(run);
+        // Evaluations after steps 2 and 4 (multiples of eval_interval) and after the last step, 5.
+        assertEquals(List.of(2L, 4L, 5L), metrics.stream().filter(m -> m.has("val_loss"))
+                .map(m -> m.get("step").asLong()).toList());
+        for (JsonNode m : metrics) {
+            if (m.has("val_loss")) {
+                assertTrue(m.get("val_loss").asDouble() > 0 && m.get("val_mtp_loss").asDouble() > 0, m.toString());
+            }
+        }
+        assertTrue(r.err.contains("validation loss at step 4: "), r.err);
+        JsonNode summary = JSON.readTree(r.out);
+        assertEquals(metrics.get(4).get("val_loss").asDouble(), summary.get("final_val_loss").asDouble());
+        assertFalse(summary.has("heldout_answers"), "no held-out recall eval for a blend");
+        assertTrue(Files.size(run.resolve("loss.png")) > 0);
+    }
+
     /** The main job end to end on the real hybrid model (3 KDA + 1 MLA layers, MTP on), shrunk to two steps. */
     @Test
     void aTwoStepConfigTrainsTheHybridModel(@TempDir Path dir) throws IOException {

@@ -18,7 +18,9 @@ import java.util.function.Function;
  * Binds a merged configuration document to the records. The records are the schema: a record component
  * {@code microBatchSize} is the key {@code micro_batch_size}, a record-typed component is a section, a boxed
  * {@code Integer}/{@code Double} or a {@code String} component may be {@code null}, and the values of the
- * {@code defaults()} instances are the defaults. Unknown keys, wrong types and values outside
+ * {@code defaults()} instances are the defaults. A {@code List} of records is a list of mappings (every key of the
+ * record required; in the environment or a system property, the record's own text form, see {@link #bindList}). Unknown
+ * keys, wrong types and values outside
  * {@link ConfigRules#RULES} fail with a {@link ConfigException}.
  */
 final class ConfigBinder {
@@ -60,7 +62,8 @@ final class ConfigBinder {
         for (RecordComponent c : record.getClass().getRecordComponents()) {
             Object value = accessor(c, record);
             out.put(snake(c.getName()), value instanceof Record r ? toMap(r) : value instanceof Enum<?> e
-                    ? e.name().toLowerCase(Locale.ROOT) : value);
+                    ? e.name().toLowerCase(Locale.ROOT) : value instanceof List<?> list
+                    ? list.stream().map(v -> v instanceof Record r ? toMap(r) : v).toList() : value);
         }
         return out;
     }
@@ -95,9 +98,15 @@ final class ConfigBinder {
             RecordComponent c = components[i];
             String name = snake(c.getName());
             String key = join(path, name);
-            Object defaultValue = accessor(c, defaults);
-            if (!json.containsKey(name)) {
+            Object defaultValue = defaults == null ? null : accessor(c, defaults);
+            if (!json.containsKey(name) && defaults == null) {
+                throw new ConfigException(key, null, "missing; each entry needs the keys " + String.join(", ", allowed),
+                        sourceOf.apply(key));
+            } else if (!json.containsKey(name)) {
                 args[i] = defaultValue;
+            } else if (c.getType() == List.class) {
+                args[i] = bindList(c, json.getValue(name), key, sourceOf, given);
+                given.add(key);
             } else if (c.getType().isRecord()) {
                 args[i] = bindSection(c, (Record) defaultValue, json.getValue(name), key, sourceOf, given);
             } else {
@@ -128,6 +137,44 @@ final class ConfigBinder {
                     sourceOf.apply(key));
         }
         return bindRecord((Class<Record>) c.getType(), defaults, section, key, sourceOf, given);
+    }
+
+    /**
+     * A list of records: {@code null}, a list of mappings bound entry by entry (keys {@code key[i].field}), or, for
+     * {@link BlendEntry} (the one list key), Megatron's text form {@code "W1 P1 W2 P2 …"}, which is what an environment
+     * variable or a system property can hold.
+     */
+    @SuppressWarnings("unchecked")
+    private static List<Record> bindList(RecordComponent c, Object value, String key, Function<String, String> sourceOf,
+                                         Set<String> given) {
+        Class<Record> element = (Class<Record>) (Class<?>) ((java.lang.reflect.ParameterizedType) c.getGenericType())
+                .getActualTypeArguments()[0];
+        if (value == null || value instanceof String s && s.trim().equals("null")) {
+            return null;
+        }
+        if (value instanceof String text && element == (Class<?>) BlendEntry.class) {
+            try {
+                return List.copyOf(BlendEntry.parseMegatron(text));
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(key, text, e.getMessage(), sourceOf.apply(key));
+            }
+        }
+        if (!(value instanceof io.vertx.core.json.JsonArray array)) {
+            throw new ConfigException(key, value, "expected a list of mappings with keys " + String.join(", ",
+                    Arrays.stream(element.getRecordComponents()).map(rc -> snake(rc.getName())).toList())
+                    + (element == (Class<?>) BlendEntry.class ? ", or the text 'W1 P1 W2 P2 …'" : ""), sourceOf.apply(key));
+        }
+        List<Record> out = new ArrayList<>();
+        for (int i = 0; i < array.size(); i++) {
+            String at = key + "[" + i + "]";
+            if (!(array.getValue(i) instanceof JsonObject entry)) {
+                throw new ConfigException(at, array.getValue(i), "expected a mapping with keys " + String.join(", ",
+                        Arrays.stream(element.getRecordComponents()).map(rc -> snake(rc.getName())).toList()),
+                        sourceOf.apply(key));
+            }
+            out.add(bindRecord(element, null, entry, at, k -> sourceOf.apply(key), given));
+        }
+        return out;
     }
 
     private static Object convert(Object raw, Class<?> type, String key, String source) {

@@ -2,6 +2,7 @@ package io.kdapack.config;
 
 import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.optim.OptimizerConfig;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
 import java.util.regex.Pattern;
@@ -15,6 +16,8 @@ final class ConfigRules {
 
     private static final Pattern SPLIT = Pattern.compile("\\s*[0-9.]+(\\s*[,/]\\s*[0-9.]+){0,2}\\s*");
     private static final Pattern TOKEN = Pattern.compile("\\S+");
+    /** Largest valid split (samples) an evaluation schedule may ask for: Megatron's sample index is int32. */
+    static final long MAX_VALID_SAMPLES = Integer.MAX_VALUE / 2 - 1;
 
     static final Map<String, Rule> RULES = Map.ofEntries(
             Map.entry("model.vocab_size", atLeast(1)),
@@ -60,6 +63,10 @@ final class ConfigRules {
             Map.entry("train.data.split", new Rule(v -> SPLIT.matcher((String) v).matches() && splitSum((String) v) > 0,
                     "expected 1 to 3 non-negative weights separated by ',' or '/', not all zero (e.g. 969,30,1)")),
             Map.entry("train.data.eod_id", atLeast(0)),
+            Map.entry("train.eval_interval", new Rule(v -> (int) v >= 0, "expected an integer >= 0 (0 = no validation)")),
+            Map.entry("train.eval_iters", atLeast(1)),
+            Map.entry("model.tokenizer", new Rule(v -> !((String) v).isBlank(),
+                    "expected null (the byte tokenizer) or the path of a Hugging Face tokenizer.json")),
             Map.entry("train.data.pad_id", new Rule(v -> (int) v >= -1, "expected -1 (no padding token) or a token id >= 0")),
             Map.entry("train.checkpoint.dir", nonBlank()),
             Map.entry("train.checkpoint.interval", new Rule(v -> (int) v >= 0, "expected an integer >= 0 (0 = only at the end)")),
@@ -107,6 +114,70 @@ final class ConfigRules {
             throw new ConfigException("train.data.pad_id", d.padId(), "expected -1 or a token id < model.vocab_size (" + vocab
                     + ") other than train.data.eod_id (" + d.eodId() + ")", sourceOf.apply("train.data.pad_id"));
         }
+        if (d.blend() != null) {
+            checkBlend(d, sourceOf.apply("train.data.blend"));
+        }
+        if (c.train().validates() && !(splitPart(d.split(), 1) > 0)) {
+            throw new ConfigException("train.eval_interval", c.train().evalInterval(), "expected 0: train.data.split '"
+                    + d.split() + "' has no valid part to evaluate on (give it a second weight > 0, e.g. 969,30,1)",
+                    sourceOf.apply("train.eval_interval"));
+        }
+        if (c.train().validates()) {
+            TrainConfig t = c.train();
+            long samples;
+            try {
+                samples = t.validSamples();
+            } catch (ArithmeticException e) {
+                samples = Long.MAX_VALUE;
+            }
+            if (samples > MAX_VALID_SAMPLES) {
+                throw new ConfigException("train.eval_iters", t.evalIters(), "the valid split would need (steps div "
+                        + "eval_interval + 1) · eval_iters · global batch = " + (samples == Long.MAX_VALUE ? "more than "
+                        + Long.MAX_VALUE : samples) + " samples, more than the " + MAX_VALID_SAMPLES
+                        + " an int32 sample index holds: lower train.eval_iters or raise train.eval_interval",
+                        sourceOf.apply("train.eval_iters"));
+            }
+        }
+    }
+
+    /**
+     * A blend replaces {@code prefix}; it holds at least one corpus, each with a positive finite weight and a
+     * non-empty prefix, and no corpus twice (the same path after normalisation).
+     */
+    private static void checkBlend(DataConfig d, String source) {
+        List<BlendEntry> blend = d.blend();
+        if (d.prefix() != null) {
+            throw new ConfigException("train.data.blend", render(blend), "expected null when train.data.prefix is set ('"
+                    + d.prefix() + "'): give the corpora either as one prefix or as a blend", source);
+        }
+        if (blend.isEmpty()) {
+            throw new ConfigException("train.data.blend", "[]", "expected null or at least one {weight, prefix}", source);
+        }
+        Map<java.nio.file.Path, Integer> seen = new java.util.HashMap<>();
+        for (int i = 0; i < blend.size(); i++) {
+            BlendEntry e = blend.get(i);
+            if (!(e.weight() > 0) || !Double.isFinite(e.weight())) {
+                throw new ConfigException("train.data.blend[" + i + "].weight", e.weight(), "expected a positive finite "
+                        + "number (Megatron's weights are shares; leave a corpus out instead of weighting it 0)", source);
+            }
+            if (e.prefix() == null || e.prefix().isBlank()) {
+                throw new ConfigException("train.data.blend[" + i + "].prefix", e.prefix(), "expected a non-empty path "
+                        + "prefix", source);
+            }
+            Integer first = seen.putIfAbsent(java.nio.file.Path.of(e.prefix()).toAbsolutePath().normalize(), i);
+            if (first != null) {
+                throw new ConfigException("train.data.blend[" + i + "].prefix", e.prefix(), "the same corpus as "
+                        + "train.data.blend[" + first + "].prefix: list each corpus once (add the weights)", source);
+            }
+        }
+    }
+
+    private static String render(List<BlendEntry> blend) {
+        StringBuilder b = new StringBuilder();
+        for (BlendEntry e : blend) {
+            b.append(b.isEmpty() ? "" : " ").append(e.weight()).append(' ').append(e.prefix());
+        }
+        return b.toString();
     }
 
     private static Rule atLeast(long min) {
@@ -131,6 +202,12 @@ final class ConfigRules {
 
     private static Rule nonBlank() {
         return new Rule(v -> !((String) v).isBlank(), "expected a non-empty string");
+    }
+
+    /** Weight {@code part} (0 train, 1 valid, 2 test) of a split string that passed its rule; 0 when absent. */
+    private static double splitPart(String split, int part) {
+        String[] parts = split.trim().split("\\s*[,/]\\s*");
+        return part < parts.length ? Double.parseDouble(parts[part]) : 0;
     }
 
     private static double splitSum(String split) {

@@ -18,14 +18,35 @@ import io.kdapack.core.optim.OptimizerConfig;
  * @param backend               compute backend
  * @param isolation             KDA state and short-convolution resets at document boundaries (false reproduces a
  *                              model without document isolation)
+ * @param evalInterval          Megatron's {@code --eval-interval}: the validation loss every this many steps and after
+ *                              the last one; 0: no validation
+ * @param evalIters             Megatron's {@code --eval-iters}: global batches of the valid split per evaluation
  */
 public record TrainConfig(long seed, int steps, int microBatchSize, int numMicrobatches, int seqLength,
                           boolean calculatePerTokenLoss, OptimizerConfig optimizer, DataConfig data,
-                          CheckpointConfig checkpoint, int threads, Backend backend, boolean isolation) {
+                          CheckpointConfig checkpoint, int threads, Backend backend, boolean isolation,
+                          int evalInterval, int evalIters) {
 
     public static TrainConfig defaults() {
         return new TrainConfig(1234, 400, 4, 2, 128, false, OptimizerConfig.defaults(), DataConfig.defaults(),
-                CheckpointConfig.defaults(), 0, Backend.AUTO, true);
+                CheckpointConfig.defaults(), 0, Backend.AUTO, true, 0, 10);
+    }
+
+    /** Whether the run reports a validation loss ({@code eval_interval > 0}). */
+    public boolean validates() {
+        return evalInterval > 0;
+    }
+
+    /**
+     * Megatron's {@code get_train_valid_test_num_samples} for the valid split:
+     * {@code (steps div eval_interval + 1) · eval_iters · global batch} (every evaluation in the loop and the one after
+     * it); 0 without validation.
+     *
+     * @throws ArithmeticException when the product does not fit a long
+     */
+    public long validSamples() {
+        return validates() ? Math.multiplyExact(Math.multiplyExact((long) steps / evalInterval + 1, (long) evalIters),
+                (long) globalBatchSize()) : 0;
     }
 
     /** Samples per optimizer step. */

@@ -114,7 +114,7 @@ class ConfigLoaderTest {
         assertEquals("KDAPACK_MODEL_KDA_NUM_V_HEADS", ConfigLoader.environmentVariable("model.kda.num_v_heads"));
         List<String> keys = ConfigLoader.keys();
         assertEquals(keys.size(), new HashSet<>(keys.stream().map(ConfigLoader::environmentVariable).toList()).size());
-        assertEquals(55, keys.size());
+        assertEquals(59, keys.size());
     }
 
     @Test
@@ -211,7 +211,8 @@ class ConfigLoaderTest {
                 Map.entry("train.checkpoint.dir", ""), Map.entry("train.checkpoint.interval", -1), Map.entry("server.host", ""),
                 Map.entry("server.port", 70000), Map.entry("server.token", "a b"), Map.entry("server.token_file", ""),
                 Map.entry("server.max_body_bytes", 0), Map.entry("server.data_root", ""),
-                Map.entry("server.event_batch_ms", -1));
+                Map.entry("server.event_batch_ms", -1), Map.entry("train.eval_interval", -1),
+                Map.entry("train.eval_iters", 0), Map.entry("model.tokenizer", " "));
         assertEquals(ConfigRules.RULES.keySet(), bad.keySet(), "every rule has a bad value here");
         assertTrue(ConfigLoader.keys().containsAll(ConfigRules.RULES.keySet()), "every rule names a real key");
         bad.forEach((key, value) -> expect(key, value, ConfigRules.RULES.get(key).allowed()));

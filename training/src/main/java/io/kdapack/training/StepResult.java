@@ -14,14 +14,33 @@ package io.kdapack.training;
  * @param gradNorm   global L2 norm of the gradient before clipping
  * @param lr         learning rate of the update
  * @param tokensPerS {@code tokens} divided by the wall time of the step (the one field that varies run to run)
+ * @param valLoss    the validation loss of the evaluation after this step ({@link ValidationResult#loss()}), or null
+ *                   when none ran
+ * @param valMtpLoss its MTP loss, or null without MTP or without an evaluation
  */
 public record StepResult(long step, double loss, Double mtpLoss, long tokens, long segments, double gradNorm, double lr,
-                         double tokensPerS) {
+                         double tokensPerS, Double valLoss, Double valMtpLoss) {
 
-    /** One line of JSON with the fields above under snake_case names (architecture §5); doubles printed exactly. */
+    /** A step without an evaluation. */
+    public StepResult(long step, double loss, Double mtpLoss, long tokens, long segments, double gradNorm, double lr,
+                      double tokensPerS) {
+        this(step, loss, mtpLoss, tokens, segments, gradNorm, lr, tokensPerS, null, null);
+    }
+
+    /** This step with the losses of the evaluation that followed it. */
+    public StepResult withValidation(ValidationResult validation) {
+        return new StepResult(step, loss, mtpLoss, tokens, segments, gradNorm, lr, tokensPerS, validation.loss(),
+                validation.mtpLoss());
+    }
+
+    /**
+     * One line of JSON with the fields above under snake_case names (architecture §5); doubles printed exactly;
+     * {@code val_loss} and {@code val_mtp_loss} only on the lines of steps that were followed by an evaluation.
+     */
     public String toJson() {
         return "{\"step\":" + step + ",\"loss\":" + loss + ",\"mtp_loss\":" + mtpLoss + ",\"tokens\":" + tokens
                 + ",\"segments\":" + segments + ",\"grad_norm\":" + gradNorm + ",\"lr\":" + lr
-                + ",\"tokens_per_s\":" + tokensPerS + "}";
+                + ",\"tokens_per_s\":" + tokensPerS
+                + (valLoss == null ? "" : ",\"val_loss\":" + valLoss + ",\"val_mtp_loss\":" + valMtpLoss) + "}";
     }
 }

@@ -12,6 +12,7 @@ import io.kdapack.training.checkpoint.Checkpoint;
 import io.kdapack.training.checkpoint.CheckpointStore;
 import io.kdapack.training.checkpoint.TrainingState;
 import io.kdapack.training.pipeline.StepLoss;
+import io.kdapack.data.gpt.DatasetSplit;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -43,19 +44,22 @@ public final class Trainer implements AutoCloseable {
     private final LanguageModel model;
     private final List<Parameter> parameters;
     private final MicroBatchAssembler batches;
+    /** The valid split when {@code train.eval_interval > 0}, else null. */
+    private final Validation validation;
     private final CheckpointStore checkpoints;
     private final LossMode lossMode;
     private final ForkJoinPool pool;
     private TrainingOptimizer optimizer;
     private long stepsDone;
 
-    private Trainer(KdapackConfig config, LanguageModel model, MicroBatchAssembler batches, CheckpointStore checkpoints,
-                    int threads) {
+    private Trainer(KdapackConfig config, LanguageModel model, MicroBatchAssembler batches, Validation validation,
+                    CheckpointStore checkpoints, int threads) {
         TrainConfig train = config.train();
         this.config = config;
         this.model = model;
         this.parameters = List.copyOf(model.parameters());
         this.batches = batches;
+        this.validation = validation;
         this.checkpoints = checkpoints;
         this.lossMode = LossMode.of(train.calculatePerTokenLoss());
         this.optimizer = new TrainingOptimizer(train.optimizer(), train.steps());
@@ -71,13 +75,26 @@ public final class Trainer implements AutoCloseable {
      */
     public static Trainer create(KdapackConfig config, ModelFactory factory, Path datasetPrefix, Path checkpointDir)
             throws IOException {
+        return create(config, factory, TrainingCorpora.single(datasetPrefix), checkpointDir);
+    }
+
+    /**
+     * A trainer at step 0 on {@code corpora} (one prefix or a weighted blend), with the valid split opened when
+     * {@code train.eval_interval > 0}.
+     *
+     * @throws IOException when a dataset cannot be opened
+     */
+    public static Trainer create(KdapackConfig config, ModelFactory factory, TrainingCorpora corpora, Path checkpointDir)
+            throws IOException {
         TrainConfig train = config.train();
         LanguageModel model = factory.create(config.model(), train);
         long samples = (long) train.steps() * train.globalBatchSize();
-        MegatronSamples source = MegatronSamples.open(datasetPrefix, train.data(), train.seqLength(), train.seed(), samples);
+        MegatronSamples source = MegatronSamples.open(corpora, train.data(), DatasetSplit.TRAIN,
+                train.seqLength(), train.seed(), samples);
         MicroBatchAssembler assembler = new MicroBatchAssembler(source, train.microBatchSize(), model.mtpDepth());
+        Validation validation = train.validates() ? Validation.open(corpora, train, model.mtpDepth()) : null;
         int threads = train.threads() > 0 ? train.threads() : Runtime.getRuntime().availableProcessors();
-        return new Trainer(config, model, assembler, new CheckpointStore(checkpointDir), threads);
+        return new Trainer(config, model, assembler, validation, new CheckpointStore(checkpointDir), threads);
     }
 
     public KdapackConfig config() {
@@ -133,10 +150,22 @@ public final class Trainer implements AutoCloseable {
         return out;
     }
 
-    /** Loads and trains the next step. */
+    /** Loads and trains the next step, then validates when an evaluation is due ({@link #validateIfDue()}). */
     public StepResult step() {
         requireUnfinished();
-        return train(microBatches(stepsDone + 1));
+        StepResult result = train(microBatches(stepsDone + 1));
+        return validateIfDue().map(result::withValidation).orElse(result);
+    }
+
+    /**
+     * Megatron's evaluation on the valid split when one follows the step just completed ({@link Validation}): after
+     * every multiple of {@code train.eval_interval} and after the last step; empty otherwise or without validation.
+     */
+    public Optional<ValidationResult> validateIfDue() {
+        if (validation == null || !validation.due(stepsDone)) {
+            return Optional.empty();
+        }
+        return Optional.of(validation.run(stepsDone, this::evaluate));
     }
 
     /**
@@ -268,7 +297,7 @@ public final class Trainer implements AutoCloseable {
         TrainConfig t = config.train();
         TrainConfig normalised = new TrainConfig(t.seed(), t.steps(), t.microBatchSize(), t.numMicrobatches(),
                 t.seqLength(), t.calculatePerTokenLoss(), t.optimizer(), t.data(), CheckpointConfig.defaults(), 0,
-                TrainConfig.defaults().backend(), t.isolation());
+                TrainConfig.defaults().backend(), t.isolation(), t.evalInterval(), t.evalIters());
         return new KdapackConfig(config.model(), normalised, config.server()).fingerprint();
     }
 

@@ -23,6 +23,8 @@ public final class JobEventLog {
     private volatile int size;
     private volatile long firstStep = -1;
     private volatile EndEvent end;
+    /** The last step that carries a validation loss, or null. */
+    private volatile StepEvent lastValidation;
     private final CopyOnWriteArrayList<Runnable> listeners = new CopyOnWriteArrayList<>();
 
     /** @param capacity most steps this run can produce (its plan's total steps) */
@@ -53,6 +55,9 @@ public final class JobEventLog {
             events = array; // published before size, so a reader that sees the new size sees this array
         }
         array[size] = event;
+        if (event.valLoss() != null) {
+            lastValidation = event;
+        }
         size = size + 1;
         notifyListeners();
     }
@@ -88,6 +93,11 @@ public final class JobEventLog {
         }
         long index = lastSeenStep - first + 1;
         return (int) Math.max(0, Math.min(index, size));
+    }
+
+    /** The last step recorded with a validation loss ({@link StepEvent#valLoss()}), if any. */
+    public Optional<StepEvent> lastValidation() {
+        return Optional.ofNullable(lastValidation);
     }
 
     /** The end event, once the run is over. */

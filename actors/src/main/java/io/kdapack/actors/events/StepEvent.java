@@ -11,7 +11,15 @@ package io.kdapack.actors.events;
  * @param gradNorm   gradient norm before clipping
  * @param lr         learning rate used by the step
  * @param tokensPerS {@code tokens} divided by the step's wall time
+ * @param valLoss    the validation loss of the evaluation after this step ({@code train.eval_interval}), or null
+ * @param valMtpLoss its MTP loss, or null without MTP or without an evaluation
  */
 public record StepEvent(long step, double loss, Double mtpLoss, long tokens, long segments, double gradNorm,
-                        double lr, double tokensPerS) implements JobEvent {
+                        double lr, double tokensPerS, Double valLoss, Double valMtpLoss) implements JobEvent {
+
+    /** A step without an evaluation. */
+    public StepEvent(long step, double loss, Double mtpLoss, long tokens, long segments, double gradNorm, double lr,
+                     double tokensPerS) {
+        this(step, loss, mtpLoss, tokens, segments, gradNorm, lr, tokensPerS, null, null);
+    }
 }

@@ -200,7 +200,8 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         double loss = stepLoss.main().mean();
         hub.tell(new MetricsHub.Publish(jobId, new StepEvent(stepLoss.step(), loss,
                 stepLoss.mtpLoss(), stepLoss.positions(), stepLoss.segments(),
-                update.gradNorm(), update.learningRate(), stepLoss.positions() / seconds)));
+                update.gradNorm(), update.learningRate(), stepLoss.positions() / seconds, update.valLoss(),
+                update.valMtpLoss())));
         status = status.running(stepLoss.step(), loss);
         statusTo.tell(status);
         return plan.checkpointDue(stepLoss.step()) ? saveCheckpoint() : nextStepOrFinish();

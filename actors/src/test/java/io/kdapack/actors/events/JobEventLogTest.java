@@ -82,4 +82,15 @@ class JobEventLogTest {
         reader.join();
         assertEquals(null, problem.get());
     }
+
+    @Test
+    void remembersTheLastStepWithAValidationLoss() {
+        JobEventLog log = new JobEventLog(10);
+        log.append(step(1));
+        assertTrue(log.lastValidation().isEmpty());
+        log.append(new StepEvent(2, 0.5, 0.6, 64, 3, 0.5, 1e-3, 1000, 0.75, 0.8));
+        log.append(step(3));
+        assertEquals(2, log.lastValidation().orElseThrow().step());
+        assertEquals(0.75, log.lastValidation().orElseThrow().valLoss());
+    }
 }

@@ -72,6 +72,10 @@ public final class SseFrames {
         fields.put("grad_norm", step.gradNorm());
         fields.put("lr", step.lr());
         fields.put("tokens_per_s", step.tokensPerS());
+        if (step.valLoss() != null) {
+            fields.put("val_loss", step.valLoss());
+            fields.put("val_mtp_loss", step.valMtpLoss());
+        }
         return new String(StrictJson.write(fields), StandardCharsets.UTF_8);
     }
 

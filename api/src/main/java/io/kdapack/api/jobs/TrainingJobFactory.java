@@ -11,6 +11,7 @@ import io.kdapack.config.KdapackConfig;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.training.DatasetPaths;
 import io.kdapack.training.ModelFactory;
+import io.kdapack.training.TrainingCorpora;
 import io.kdapack.training.checkpoint.CheckpointStore;
 import io.kdapack.training.pipeline.TrainerBackend;
 import io.kdapack.training.pipeline.TrainingBackend;
@@ -30,17 +31,18 @@ import java.util.stream.Stream;
  * configuration document. Each job owns {@code jobsDir/<id>/}:
  *
  * <pre>
- * job.json       {"config": every key of the bound configuration, "dataset": the resolved dataset prefix}
+ * job.json       {"config": every key of the bound configuration, "dataset": the resolved dataset prefix (or the
+ *                blend as "W1 P1 W2 P2 …"), "prefixes": the resolved prefixes, "weights": their blend weights or null}
  * checkpoints/   step-NNNNNNNN as kdapack train writes them (train.checkpoint.dir is ignored for server jobs)
  * </pre>
  *
- * <p>{@code train.data.prefix} resolves inside the data root ({@link DataRoot#resolve}: no {@code ..} or symlink
- * escapes); without one the job trains on the shipped demo set.
+ * <p>{@code train.data.prefix}, and every {@code train.data.blend[i].prefix}, resolves inside the data root
+ * ({@link DataRoot#resolve}: no {@code ..} or symlink escapes; the error names the key); without either the job trains
+ * on the shipped demo set.
  */
 public final class TrainingJobFactory implements JobFactory {
     static final String JOB_FILE = "job.json";
     static final String CHECKPOINTS = "checkpoints";
-    private static final String PREFIX_KEY = "train.data.prefix";
     private static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -63,14 +65,16 @@ public final class TrainingJobFactory implements JobFactory {
         }
         KdapackConfig config = ConfigLoader.fromDocument(JSON.convertValue(document, new TypeReference<>() {
         }));
-        String prefix = config.train().data().prefix();
-        Path dataset = prefix == null ? DatasetPaths.trainPrefix(null) : dataRoot.resolve(prefix, PREFIX_KEY);
+        TrainingCorpora corpora = TrainingCorpora.of(config.train().data(),
+                (path, key) -> path == null ? DatasetPaths.trainPrefix(null) : dataRoot.resolve(path, key));
         Map<String, Object> record = new LinkedHashMap<>();
         record.put("config", config.toMap());
-        record.put("dataset", dataset.toString());
+        record.put("dataset", corpora.toString());
+        record.put("prefixes", corpora.prefixes().stream().map(Path::toString).toList());
+        record.put("weights", corpora.weights());
         Files.createDirectories(dir);
         SafeTensors.writeAtomically(dir.resolve(JOB_FILE), JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(record));
-        return backend(dir, config, dataset);
+        return backend(dir, config, corpora);
     }
 
     @Override
@@ -83,7 +87,7 @@ public final class TrainingJobFactory implements JobFactory {
         JsonNode record = JSON.readTree(file.toFile());
         KdapackConfig config = ConfigLoader.fromDocument(JSON.convertValue(record.get("config"), new TypeReference<>() {
         }));
-        return backend(dir, config, Path.of(record.get("dataset").asText()));
+        return backend(dir, config, corpora(record));
     }
 
     /** Jobs with a {@code job.json} whose newest complete checkpoint is before their last step. */
@@ -107,8 +111,27 @@ public final class TrainingJobFactory implements JobFactory {
         return unfinished;
     }
 
-    private TrainingBackend backend(Path dir, KdapackConfig config, Path dataset) {
-        return new TrainerBackend(config, models, dataset, dir.resolve(CHECKPOINTS));
+    private TrainingBackend backend(Path dir, KdapackConfig config, TrainingCorpora corpora) {
+        return new TrainerBackend(config, models, corpora, dir.resolve(CHECKPOINTS));
+    }
+
+    /** The corpora a job record names ({@code prefixes}/{@code weights}; records without them name one "dataset"). */
+    private static TrainingCorpora corpora(JsonNode record) {
+        JsonNode prefixes = record.path("prefixes");
+        if (!prefixes.isArray()) {
+            return TrainingCorpora.single(Path.of(record.get("dataset").asText()));
+        }
+        List<Path> paths = new ArrayList<>();
+        prefixes.forEach(p -> paths.add(Path.of(p.asText())));
+        JsonNode weights = record.path("weights");
+        double[] w = null;
+        if (weights.isArray()) {
+            w = new double[weights.size()];
+            for (int i = 0; i < w.length; i++) {
+                w[i] = weights.get(i).asDouble();
+            }
+        }
+        return new TrainingCorpora(paths, w);
     }
 
     private Path jobDir(String jobId) {

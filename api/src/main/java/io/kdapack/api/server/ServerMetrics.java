@@ -14,8 +14,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The server's Prometheus metrics (Micrometer): HTTP responses by status, and per job its steps, last loss,
- * tokens per second and pipeline queue depths, plus the number of jobs in each state. Job gauges are
+ * The server's Prometheus metrics (Micrometer): HTTP responses by status, and per job its steps, last loss, last
+ * validation loss (jobs with {@code train.eval_interval}), tokens per second and pipeline queue depths, plus the number of jobs in each state. Job gauges are
  * refreshed from the job manager's snapshot at each scrape, so a job's series disappear with it.
  */
 public final class ServerMetrics {
@@ -25,6 +25,8 @@ public final class ServerMetrics {
             .description("optimizer steps completed by the job's current run").register(registry);
     private final MultiGauge loss = MultiGauge.builder("kdapack.job.loss")
             .description("loss of the job's last step").register(registry);
+    private final MultiGauge valLoss = MultiGauge.builder("kdapack.job.val.loss")
+            .description("validation loss of the job's last evaluation (train.eval_interval)").register(registry);
     private final MultiGauge tokensPerSecond = MultiGauge.builder("kdapack.job.tokens.per.second")
             .description("token positions per second of the job's last step").register(registry);
     private final MultiGauge queueDepth = MultiGauge.builder("kdapack.job.queue.depth")
@@ -44,6 +46,7 @@ public final class ServerMetrics {
         List<MultiGauge.Row<?>> stepRows = new ArrayList<>();
         List<MultiGauge.Row<?>> lossRows = new ArrayList<>();
         List<MultiGauge.Row<?>> speedRows = new ArrayList<>();
+        List<MultiGauge.Row<?>> valLossRows = new ArrayList<>();
         List<MultiGauge.Row<?>> queueRows = new ArrayList<>();
         Map<JobState, Integer> byState = new EnumMap<>(JobState.class);
         for (JobHandle job : snapshot) {
@@ -55,6 +58,7 @@ public final class ServerMetrics {
                 lossRows.add(MultiGauge.Row.of(tags, events.get(size - 1).loss()));
                 speedRows.add(MultiGauge.Row.of(tags, events.get(size - 1).tokensPerS()));
             }
+            events.lastValidation().ifPresent(step -> valLossRows.add(MultiGauge.Row.of(tags, step.valLoss())));
             queueRows.add(MultiGauge.Row.of(tags.and("queue", "ready"), job.gauges().readyBatches()));
             queueRows.add(MultiGauge.Row.of(tags.and("queue", "loading"), job.gauges().loadsInFlight()));
             queueRows.add(MultiGauge.Row.of(tags.and("queue", "evaluations"), job.gauges().waitingEvaluations()));
@@ -66,6 +70,7 @@ public final class ServerMetrics {
         }
         steps.register(stepRows, true);
         loss.register(lossRows, true);
+        valLoss.register(valLossRows, true);
         tokensPerSecond.register(speedRows, true);
         queueDepth.register(queueRows, true);
         jobs.register(stateRows, true);

@@ -44,6 +44,20 @@ public final class ProgressBar {
         out.flush();
     }
 
+    /** Prints the validation loss of a step followed by an evaluation ({@code train.eval_interval}) on its own line. */
+    public void validation(StepResult step) {
+        if (step.valLoss() == null) {
+            return;
+        }
+        out.println((interactive && step.step() < totalSteps ? "\n" : "") + validationLine(step));
+        out.flush();
+    }
+
+    static String validationLine(StepResult step) {
+        String mtp = step.valMtpLoss() == null ? "" : String.format(Locale.ROOT, "  mtp %.4f", step.valMtpLoss());
+        return String.format(Locale.ROOT, "validation loss at step %d: %.4f%s", step.step(), step.valLoss(), mtp);
+    }
+
     String line(StepResult step) {
         int filled = (int) (WIDTH * step.step() / Math.max(1, totalSteps));
         String bar = "=".repeat(filled) + (filled < WIDTH ? ">" + " ".repeat(WIDTH - filled - 1) : "");

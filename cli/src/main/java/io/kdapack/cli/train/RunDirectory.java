@@ -115,7 +115,10 @@ public final class RunDirectory implements AutoCloseable {
         return List.copyOf(metrics);
     }
 
-    /** Draws {@code loss.png}: the loss and (when present) the MTP loss against the step. */
+    /**
+     * Draws {@code loss.png}: the loss and (when present) the MTP loss against the step, and the validation losses at
+     * the steps that were evaluated.
+     */
     public Path writePlot(String title) throws IOException {
         double[] steps = metrics.stream().mapToDouble(m -> m.path("step").asDouble()).toArray();
         LossPlot plot = new LossPlot(title)
@@ -123,6 +126,16 @@ public final class RunDirectory implements AutoCloseable {
         if (metrics.stream().anyMatch(m -> m.path("mtp_loss").isNumber())) {
             plot.add(new LossPlot.Series("mtp_loss", steps,
                     metrics.stream().mapToDouble(m -> m.path("mtp_loss").asDouble(Double.NaN)).toArray()));
+        }
+        List<JsonNode> evaluated = metrics.stream().filter(m -> m.path("val_loss").isNumber()).toList();
+        if (!evaluated.isEmpty()) {
+            double[] at = evaluated.stream().mapToDouble(m -> m.path("step").asDouble()).toArray();
+            plot.add(new LossPlot.Series("val_loss", at,
+                    evaluated.stream().mapToDouble(m -> m.path("val_loss").asDouble()).toArray()));
+            if (evaluated.stream().anyMatch(m -> m.path("val_mtp_loss").isNumber())) {
+                plot.add(new LossPlot.Series("val_mtp_loss", at,
+                        evaluated.stream().mapToDouble(m -> m.path("val_mtp_loss").asDouble(Double.NaN)).toArray()));
+            }
         }
         Path file = dir.resolve(PLOT);
         plot.write(file);

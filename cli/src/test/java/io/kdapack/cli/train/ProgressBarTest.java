@@ -40,4 +40,14 @@ class ProgressBarTest {
         assertTrue(text.contains("\rstep 2/2 [") && text.endsWith("\n"), text);
         assertTrue(!text.contains("mtp"), "no MTP column without MTP: " + text);
     }
+
+    @Test
+    void aValidationLossGetsALineOfItsOwn() {
+        StringWriter out = new StringWriter();
+        ProgressBar bar = new ProgressBar(new PrintWriter(out), 10, 0, false);
+        bar.validation(step(3, 2.5));
+        assertEquals("", out.toString(), "no evaluation after this step: nothing printed");
+        bar.validation(new StepResult(4, 3.0, 2.5, 2048, 40, 0.5, 1e-3, 1234.4, 2.71828, 2.9));
+        assertEquals("validation loss at step 4: 2.7183  mtp 2.9000\n", out.toString().replace("\r\n", "\n"));
+    }
 }

@@ -11,14 +11,17 @@ package io.kdapack.core.model;
  * @param intermediateSize      SwiGLU MLP inner width
  * @param rmsNormEps            epsilon of the RMSNorms
  * @param tieWordEmbeddings     the LM head shares the embedding matrix
+ * @param tokenizer             how text becomes token ids: {@code null} (bytes, the default) or the path of a Hugging
+ *                              Face {@code tokenizer.json}
  */
 public record ModelConfig(int vocabSize, int hiddenSize, int numLayers, int fullAttentionInterval, int intermediateSize,
-                          double rmsNormEps, boolean tieWordEmbeddings, KdaConfig kda, MlaConfig mla, MtpConfig mtp) {
+                          double rmsNormEps, boolean tieWordEmbeddings, KdaConfig kda, MlaConfig mla, MtpConfig mtp,
+                          String tokenizer) {
 
     /** A tiny model for the demo task (vocabulary 131: 64 keys, 64 values, QUERY, EOD, PAD): 3 KDA + 1 MLA layers. */
     public static ModelConfig defaults() {
         return new ModelConfig(131, 64, 4, 4, 176, 1e-6, false, KdaConfig.defaults(), MlaConfig.defaults(),
-                MtpConfig.defaults());
+                MtpConfig.defaults(), null);
     }
 
     /** True when layer {@code layer} (0-based) is a full-attention layer. */

@@ -24,7 +24,7 @@ public final class TinyModels {
      */
     static ModelConfig config(Double lowerBound, boolean tied, int mtpDepth) {
         return new ModelConfig(VOCAB, 16, 2, 2, 24, 1e-6, tied, new KdaConfig(1, 2, 8, 4, lowerBound, 1e-5),
-                new MlaConfig(2, 8, 8, 4, 4, 4, 10000.0), new MtpConfig(mtpDepth, 0.1));
+                new MlaConfig(2, 8, 8, 4, 4, 4, 10000.0), new MtpConfig(mtpDepth, 0.1), null);
     }
 
     static ModelConfig config() {

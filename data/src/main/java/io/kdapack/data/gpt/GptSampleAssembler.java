@@ -13,7 +13,7 @@ import java.util.Arrays;
  * segment at the position after each input EOD. Then positions whose label is the pad id leave the loss, and pad ids
  * become 0 in tokens and labels.
  */
-public final class GptSampleAssembler {
+public final class GptSampleAssembler implements GptSampleReader {
     private final IndexedDataset dataset;
     private final GptIndices indices;
     private final int seqLength;
@@ -40,6 +40,7 @@ public final class GptSampleAssembler {
     }
 
     /** S: the dataset length. */
+    @Override
     public int sampleCount() {
         return indices.sampleCount();
     }
@@ -49,11 +50,13 @@ public final class GptSampleAssembler {
     }
 
     /** Fresh buffers sized for this assembler. */
+    @Override
     public GptSample newSample() {
         return new GptSample(seqLength, extraTokens);
     }
 
     /** Assembles dataset index {@code sampleId} into {@code out}. */
+    @Override
     public void assemble(int sampleId, GptSample out) {
         if (sampleId < 0 || sampleId >= indices.sampleCount()) {
             throw new IllegalArgumentException("sample id " + sampleId + " outside [0, " + indices.sampleCount() + ")");

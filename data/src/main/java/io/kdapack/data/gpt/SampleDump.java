@@ -11,7 +11,9 @@ import java.util.Map;
  * I64 [K], {@code raw_text} I64 [K,L+x], {@code num_real_tokens} I32 [K], {@code tokens, labels, position_ids} I64
  * [K,L], {@code loss_mask} F32 [K,L], {@code segment_ids} I32 [K,L] (kdapack's convention: 1-based, padding 0),
  * {@code cu_seqlens} I32 [K,L+1] and {@code max_seqlen} I32 [K] with inter-document masking, and the whole
- * {@code document_index} I32 [E·n], {@code sample_index} I32 [S+1,2] and {@code shuffle_index} I64 [S].
+ * {@code document_index} I32 [E·n], {@code sample_index} I32 [S+1,2] and {@code shuffle_index} I64 [S]. A blend
+ * ({@link #dumpBlend}) has the blend's arrays instead of the three index arrays: {@code dataset_index} I32 [S],
+ * {@code dataset_sample_index} I64 [S] and {@code size.<i>} I64 [1] per corpus, as in golden/megatron-blend.
  */
 public final class SampleDump {
     /** Refuse dumps above this many sample positions (about 1 GiB of tensors); choose samples instead. */
@@ -48,7 +50,39 @@ public final class SampleDump {
     /** Assembles {@code sampleIds} and returns the file's contents with {@code metadata}. */
     public static SafeTensors dump(GptSampleAssembler assembler, int[] sampleIds, boolean interDocumentMasking,
                                    Map<String, String> metadata) {
-        GptSample sample = assembler.newSample();
+        GptIndices indices = assembler.indices();
+        long[] shuffle = new long[indices.sampleCount()];
+        for (int i = 0; i < shuffle.length; i++) {
+            shuffle[i] = indices.shuffleIndex()[i];
+        }
+        return samples(assembler, sampleIds, interDocumentMasking, metadata)
+                .put(Tensor.of("document_index", indices.documentIndex(), indices.documentIndex().length))
+                .put(Tensor.of("sample_index", indices.sampleIndex(), indices.sampleIndex().length / 2, 2))
+                .put(Tensor.of("shuffle_index", shuffle, shuffle.length))
+                .build();
+    }
+
+    /** Assembles blended samples {@code sampleIds} and returns the file's contents with the blend's arrays. */
+    public static SafeTensors dumpBlend(BlendedSampleAssembler assembler, int[] sampleIds, boolean interDocumentMasking,
+                                        Map<String, String> metadata) {
+        BlendedIndices indices = assembler.indices();
+        long[] sampleIndex = new long[indices.sampleCount()];
+        for (int i = 0; i < sampleIndex.length; i++) {
+            sampleIndex[i] = indices.datasetSampleIndex()[i];
+        }
+        SafeTensors.Builder file = samples(assembler, sampleIds, interDocumentMasking, metadata)
+                .put(Tensor.of("dataset_index", indices.datasetIndex(), indices.sampleCount()))
+                .put(Tensor.of("dataset_sample_index", sampleIndex, sampleIndex.length));
+        for (int i = 0; i < indices.corpora().size(); i++) {
+            file.put(Tensor.of("size." + i, new long[] {indices.corpora().get(i).sampleCount()}, 1));
+        }
+        return file.build();
+    }
+
+    /** The sample tensors of {@code sampleIds}, assembled by {@code reader}. */
+    private static SafeTensors.Builder samples(GptSampleReader reader, int[] sampleIds, boolean interDocumentMasking,
+                                               Map<String, String> metadata) {
+        GptSample sample = reader.newSample();
         int k = sampleIds.length;
         int length = sample.seqLength();
         int width = sample.rawText().length;
@@ -67,7 +101,7 @@ public final class SampleDump {
         int[] cuSeqlens = new int[k * (length + 1)];
         int[] maxSeqlen = new int[k];
         for (int r = 0; r < k; r++) {
-            assembler.assemble(sampleIds[r], sample);
+            reader.assemble(sampleIds[r], sample);
             ids[r] = sampleIds[r];
             real[r] = sample.numRealTokens();
             maxSeqlen[r] = sample.maxSeqlen();
@@ -84,11 +118,6 @@ public final class SampleDump {
             }
             System.arraycopy(sample.cuSeqlens(), 0, cuSeqlens, r * (length + 1), length + 1);
         }
-        GptIndices indices = assembler.indices();
-        long[] shuffle = new long[indices.sampleCount()];
-        for (int i = 0; i < shuffle.length; i++) {
-            shuffle[i] = indices.shuffleIndex()[i];
-        }
         SafeTensors.Builder file = SafeTensors.builder().metadata(metadata)
                 .put(Tensor.of("sample_ids", ids, k))
                 .put(Tensor.of("raw_text", raw, k, width))
@@ -97,13 +126,10 @@ public final class SampleDump {
                 .put(Tensor.of("labels", labels, k, length))
                 .put(Tensor.of("loss_mask", lossMask, k, length))
                 .put(Tensor.of("position_ids", positions, k, length))
-                .put(Tensor.of("segment_ids", segments, k, length))
-                .put(Tensor.of("document_index", indices.documentIndex(), indices.documentIndex().length))
-                .put(Tensor.of("sample_index", indices.sampleIndex(), indices.sampleIndex().length / 2, 2))
-                .put(Tensor.of("shuffle_index", shuffle, shuffle.length));
+                .put(Tensor.of("segment_ids", segments, k, length));
         if (interDocumentMasking) {
             file.put(Tensor.of("cu_seqlens", cuSeqlens, k, length + 1)).put(Tensor.of("max_seqlen", maxSeqlen, k));
         }
-        return file.build();
+        return file;
     }
 }

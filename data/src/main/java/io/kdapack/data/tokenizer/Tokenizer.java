@@ -1,6 +1,10 @@
 package io.kdapack.data.tokenizer;
 
-/** Text to token ids and back, with the special ids the data pipeline needs. */
+/**
+ * Text to token ids and back, with the special ids the data pipeline needs. Implementations: {@link ByteTokenizer}
+ * here, a Hugging Face {@code tokenizer.json} in the {@code tokenizers} module, whose {@code Tokenizers} is the one
+ * factory that picks between them.
+ */
 public interface Tokenizer {
 
     /** Token ids of {@code text} (no EOD appended). */
@@ -17,12 +21,4 @@ public interface Tokenizer {
 
     /** The pad id, or −1 when the tokenizer has none (Megatron's convention). */
     int padId();
-
-    /** A tokenizer by its command-line name: {@code byte}. */
-    static Tokenizer byName(String name) {
-        if (name.equals("byte")) {
-            return new ByteTokenizer();
-        }
-        throw new IllegalArgumentException("unknown tokenizer '" + name + "' (available: byte)");
-    }
 }

@@ -2,6 +2,7 @@ package io.kdapack.training.pipeline;
 
 import io.kdapack.config.KdapackConfig;
 import io.kdapack.config.TrainConfig;
+import io.kdapack.data.gpt.DatasetSplit;
 import io.kdapack.training.MegatronSamples;
 import io.kdapack.training.MicroBatchAssembler;
 import io.kdapack.training.ModelFactory;
@@ -11,6 +12,7 @@ import io.kdapack.training.pipeline.SampleSource;
 import io.kdapack.training.pipeline.StepCompute;
 import io.kdapack.training.pipeline.TrainingBackend;
 import io.kdapack.training.pipeline.TrainingPlan;
+import io.kdapack.training.TrainingCorpora;
 import java.io.IOException;
 import java.nio.file.Path;
 
@@ -26,7 +28,7 @@ import java.nio.file.Path;
 public final class TrainerBackend implements TrainingBackend {
     private final KdapackConfig config;
     private final ModelFactory models;
-    private final Path datasetPrefix;
+    private final TrainingCorpora corpora;
     private final Path checkpointDir;
     private MicroBatchAssembler assembler;
 
@@ -35,9 +37,17 @@ public final class TrainerBackend implements TrainingBackend {
      * @param checkpointDir the job's checkpoint directory (resume reads the newest complete checkpoint there)
      */
     public TrainerBackend(KdapackConfig config, ModelFactory models, Path datasetPrefix, Path checkpointDir) {
+        this(config, models, TrainingCorpora.single(datasetPrefix), checkpointDir);
+    }
+
+    /**
+     * @param corpora       the prefix or weighted blend to train on, already resolved and confined
+     * @param checkpointDir the job's checkpoint directory (resume reads the newest complete checkpoint there)
+     */
+    public TrainerBackend(KdapackConfig config, ModelFactory models, TrainingCorpora corpora, Path checkpointDir) {
         this.config = config;
         this.models = models;
-        this.datasetPrefix = datasetPrefix;
+        this.corpora = corpora;
         this.checkpointDir = checkpointDir;
     }
 
@@ -60,7 +70,7 @@ public final class TrainerBackend implements TrainingBackend {
 
     @Override
     public StepCompute createCompute() throws IOException {
-        return new TrainerCompute(Trainer.create(config, models, datasetPrefix, checkpointDir));
+        return new TrainerCompute(Trainer.create(config, models, corpora, checkpointDir));
     }
 
     /**
@@ -70,8 +80,8 @@ public final class TrainerBackend implements TrainingBackend {
     private synchronized MicroBatchAssembler assembler() throws IOException {
         if (assembler == null) {
             TrainConfig train = config.train();
-            MegatronSamples samples = MegatronSamples.open(datasetPrefix, train.data(), train.seqLength(), train.seed(),
-                    (long) train.steps() * train.globalBatchSize());
+            MegatronSamples samples = MegatronSamples.open(corpora, train.data(), DatasetSplit.TRAIN, train.seqLength(),
+                    train.seed(), (long) train.steps() * train.globalBatchSize());
             assembler = new MicroBatchAssembler(samples, train.microBatchSize(), config.model().mtp().depth());
         }
         return assembler;

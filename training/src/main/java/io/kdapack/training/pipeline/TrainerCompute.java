@@ -12,8 +12,10 @@ import io.kdapack.training.pipeline.MicroBatchLoss;
 import io.kdapack.training.pipeline.OptimizerUpdate;
 import io.kdapack.training.pipeline.StepCompute;
 import io.kdapack.training.pipeline.StepLoss;
+import io.kdapack.training.ValidationResult;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The model stage of a job: a {@link Trainer} driven through the calls {@link Trainer#train} makes
@@ -61,7 +63,10 @@ final class TrainerCompute implements StepCompute {
         GradientAccumulation done = step;
         step = null;
         TrainingOptimizer.StepStats update = trainer.finishStep(done);
-        return new OptimizerUpdate(update.gradNorm(), update.lr());
+        // The evaluation Megatron runs after the step, on the model stage's thread like every forward pass.
+        Optional<ValidationResult> validation = trainer.validateIfDue();
+        return new OptimizerUpdate(update.gradNorm(), update.lr(), validation.map(ValidationResult::loss).orElse(null),
+                validation.map(ValidationResult::mtpLoss).orElse(null));
     }
 
     /** The batch's loss under the current weights; without MTP targets they are rolled from its labels, as in training. */
