@@ -90,6 +90,11 @@ public final class Generation {
         return finish != null;
     }
 
+    /** Bytes of decoding state held now (0 once finished). */
+    public long stateBytes() {
+        return state == null ? 0 : state.bytes();
+    }
+
     /** Tokens of the prompt not yet prefilled. */
     int promptRemaining() {
         return prompt.length - prefilled;

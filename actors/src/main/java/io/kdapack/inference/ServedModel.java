@@ -38,6 +38,11 @@ public record ServedModel(Path directory, KdapackConfig config, HybridModel mode
                 && Files.isDirectory(dir.resolve(CHECKPOINTS));
     }
 
+    /** The newest complete checkpoint of a run or job directory, empty when it has none yet. */
+    public static java.util.Optional<Path> latestCheckpoint(Path directory) throws IOException {
+        return new CheckpointStore(directory.resolve(CHECKPOINTS)).latest();
+    }
+
     /**
      * @param step    the checkpoint step to load, or null for the newest
      * @param threads KDA threads (0: all processors)

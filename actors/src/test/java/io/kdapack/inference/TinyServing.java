@@ -11,18 +11,18 @@ import io.kdapack.data.tokenizer.ByteTokenizer;
 import java.util.Random;
 
 /** A tiny hybrid model over the byte vocabulary (KDA then MLA), with weights large enough to give varied outputs. */
-final class TinyServing {
-    static final int VOCAB = ByteTokenizer.VOCAB_SIZE;
+public final class TinyServing {
+    public static final int VOCAB = ByteTokenizer.VOCAB_SIZE;
 
     private TinyServing() {
     }
 
-    static ModelConfig config() {
+    public static ModelConfig config() {
         return new ModelConfig(VOCAB, 16, 2, 2, 24, 1e-6, false, new KdaConfig(1, 2, 8, 4, null, 1e-5),
                 new MlaConfig(2, 8, 8, 4, 4, 4, 10000.0), new MtpConfig(0, 0.1));
     }
 
-    static HybridModel model(long seed) {
+    public static HybridModel model(long seed) {
         HybridModel model = new HybridModel(config(), new KdaChunked(2), true);
         model.initialize(seed);
         Random random = new Random(seed);
@@ -34,11 +34,11 @@ final class TinyServing {
         return model;
     }
 
-    static InferenceEngine engine(long seed, int prefillChunk) {
+    public static InferenceEngine engine(long seed, int prefillChunk) {
         return new InferenceEngine(model(seed), new ByteTokenizer(), 2, prefillChunk, 512);
     }
 
-    static int[] randomPrompt(Random random, int length) {
+    public static int[] randomPrompt(Random random, int length) {
         int[] prompt = new int[length];
         for (int i = 0; i < length; i++) {
             prompt[i] = random.nextInt(256);

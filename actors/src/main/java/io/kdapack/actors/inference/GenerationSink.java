@@ -1,0 +1,29 @@
+package io.kdapack.actors.inference;
+
+import io.kdapack.inference.FinishReason;
+import java.util.List;
+
+/**
+ * Where the inference actor reports one request. Called on the actor's thread, in this order: at most one of
+ * {@link #refused}, {@link #invalid} or {@link #failed} (then nothing more); or {@link #progress} once a step while
+ * the request runs, the last call with {@code done} true. Implementations must not block (hand the work to another
+ * thread, such as the connection's event loop).
+ */
+public interface GenerationSink {
+
+    /** What one choice (one prompt of the request) produced in one step. */
+    record ChoiceDelta(int index, int[] tokenIds, double[] logprobs, String text, FinishReason finishReason) {
+    }
+
+    /** Over capacity (sequences, state memory and queue all full): try again after {@code retryAfterSeconds}. */
+    void refused(String reason, int retryAfterSeconds);
+
+    /** The request cannot be served as asked; {@code field} names the request field at fault. */
+    void invalid(String field, String message);
+
+    /** The model could not be loaded or the computation failed. */
+    void failed(Exception cause);
+
+    /** New tokens of the choices that advanced (empty deltas are left out); {@code done} when all have finished. */
+    void progress(List<ChoiceDelta> deltas, int promptTokens, int completionTokens, boolean done);
+}
