@@ -49,9 +49,9 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
      *
      * @param requestId unique among the requests in flight
      * @param model     the run or job directory to serve
-     * @param prompts   token ids of each prompt (one sequence each)
+     * @param prompts   text or token ids of each prompt (one sequence each)
      */
-    public record Submit(String requestId, Path model, List<int[]> prompts, SamplingParams params,
+    public record Submit(String requestId, Path model, List<PromptInput> prompts, SamplingParams params,
                          GenerationSink sink) implements Command {
     }
 
@@ -66,6 +66,7 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
     private static final class Request {
         final Submit submit;
         final InferenceEngine engine;
+        final List<int[]> prompts;
         final long reservedBytes;
         List<Generation> generations;
         /** Per choice: tokens and characters of stable text sent so far, and whether its end was sent. */
@@ -74,14 +75,15 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
         boolean[] reportedDone;
         boolean failed;
 
-        Request(Submit submit, InferenceEngine engine, long reservedBytes) {
+        Request(Submit submit, InferenceEngine engine, List<int[]> prompts, long reservedBytes) {
             this.submit = submit;
             this.engine = engine;
+            this.prompts = prompts;
             this.reservedBytes = reservedBytes;
         }
 
         int sequences() {
-            return submit.prompts().size();
+            return prompts.size();
         }
     }
 
@@ -148,8 +150,11 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
             return this;
         }
         long bytes = 0;
+        List<int[]> prompts = new ArrayList<>();
         for (int i = 0; i < submit.prompts().size(); i++) {
-            int[] prompt = submit.prompts().get(i);
+            PromptInput input = submit.prompts().get(i);
+            int[] prompt = input.ids() != null ? input.ids() : engine.tokenizer().encode(input.text());
+            prompts.add(prompt);
             try {
                 engine.checkPrompt(prompt, submit.params().maxTokens());
             } catch (IllegalArgumentException e) {
@@ -164,10 +169,12 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
                     + "more than the server's whole budget of " + limits.stateBudgetBytes());
             return this;
         }
-        Request request = new Request(submit, engine, bytes);
+        Request request = new Request(submit, engine, prompts, bytes);
         if (queue.isEmpty() && fits(request)) {
+            sink.accepted();
             admit(request);
         } else if (queue.size() < limits.queueCapacity()) {
+            sink.accepted();
             queue.add(request);
         } else {
             sink.refused("over capacity: " + activeSequences + " sequences running, " + queue.size()
@@ -242,7 +249,7 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
             Generation g = request.generations.get(i);
             done &= g.finished();
             completionTokens += g.generatedCount();
-            promptTokens += request.submit.prompts().get(i).length;
+            promptTokens += request.prompts.get(i).length;
             if (request.reportedDone[i]) {
                 continue;
             }
@@ -250,7 +257,8 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
             int from = request.reportedTokens[i];
             int chars = Math.min(request.reportedChars[i], stable.length());
             if (g.generatedCount() > from || stable.length() > chars || g.finished()) {
-                deltas.add(new GenerationSink.ChoiceDelta(i, Arrays.copyOfRange(g.tokens(), from, g.generatedCount()),
+                int[] ids = Arrays.copyOfRange(g.tokens(), from, g.generatedCount());
+                deltas.add(new GenerationSink.ChoiceDelta(i, ids, tokenTexts(request.engine, ids),
                         Arrays.copyOfRange(g.logprobs(), from, g.generatedCount()), stable.substring(chars),
                         g.finishReason()));
                 request.reportedTokens[i] = g.generatedCount();
@@ -269,6 +277,15 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
             return true;
         }
         return done;
+    }
+
+    /** Each id's text alone (empty for ids the tokenizer does not know). */
+    private static String[] tokenTexts(InferenceEngine engine, int[] ids) {
+        String[] texts = new String[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            texts[i] = ids[i] < engine.tokenizer().vocabSize() ? engine.tokenizer().decode(ids, i, 1) : "";
+        }
+        return texts;
     }
 
     private void failAll(InferenceEngine engine, RuntimeException e) {
@@ -303,7 +320,7 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
     private void admit(Request request) {
         Submit submit = request.submit;
         List<Generation> generations = new ArrayList<>();
-        for (int[] prompt : submit.prompts()) {
+        for (int[] prompt : request.prompts) {
             generations.add(request.engine.start(prompt, submit.params()));
         }
         request.generations = generations;

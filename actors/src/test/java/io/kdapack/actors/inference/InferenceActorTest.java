@@ -67,6 +67,10 @@ class InferenceActorTest {
         }
 
         @Override
+        public void accepted() {
+        }
+
+        @Override
         public void refused(String reason, int retryAfterSeconds) {
             outcome.complete("refused " + retryAfterSeconds);
         }
@@ -115,17 +119,25 @@ class InferenceActorTest {
         List<int[]> prompts = new ArrayList<>();
         List<SamplingParams> params = new ArrayList<>();
         List<Collected> sinks = new ArrayList<>();
+        // A text prompt goes through the model's tokenizer (bytes).
+        Collected text = new Collected(1);
+        actor.tell(new InferenceActor.Submit("text", MODEL, List.of(PromptInput.text("kda")),
+                SamplingParams.greedy(4), text));
         for (int i = 0; i < 12; i++) {
             prompts.add(TinyServing.randomPrompt(random, 1 + random.nextInt(40)));
             params.add(new SamplingParams(3 + random.nextInt(10), i % 3 == 0 ? 0 : 1.0, i % 2 == 0 ? 0 : 8, 0.95, i,
                     List.of()));
             Collected sink = new Collected(1);
             sinks.add(sink);
-            actor.tell(new InferenceActor.Submit("r" + i, MODEL, List.of(prompts.get(i)), params.get(i), sink));
+            actor.tell(new InferenceActor.Submit("r" + i, MODEL, List.of(PromptInput.ids(prompts.get(i))), params.get(i), sink));
         }
         for (int i = 0; i < sinks.size(); i++) {
             assertEquals("done", sinks.get(i).await(), "request " + i);
         }
+        assertEquals("done", text.await());
+        Generation kda = engine.start(new int[] {'k', 'd', 'a'}, SamplingParams.greedy(4));
+        engine.runToEnd(List.of(kda), 1);
+        assertArrayEquals(kda.tokens(), text.tokens.get(0).stream().mapToInt(Integer::intValue).toArray());
         for (int i = 0; i < sinks.size(); i++) {
             Generation alone = engine.start(prompts.get(i), params.get(i));
             engine.runToEnd(List.of(alone), 1);
@@ -150,9 +162,9 @@ class InferenceActorTest {
         Collected second = new Collected(1);
         Collected third = new Collected(1);
         SamplingParams longRun = SamplingParams.greedy(64);
-        actor.tell(new InferenceActor.Submit("a", MODEL, List.of(new int[] {1, 2, 3}), longRun, first));
-        actor.tell(new InferenceActor.Submit("b", MODEL, List.of(new int[] {4, 5}), SamplingParams.greedy(2), second));
-        actor.tell(new InferenceActor.Submit("c", MODEL, List.of(new int[] {6}), SamplingParams.greedy(2), third));
+        actor.tell(new InferenceActor.Submit("a", MODEL, List.of(PromptInput.ids(new int[] {1, 2, 3})), longRun, first));
+        actor.tell(new InferenceActor.Submit("b", MODEL, List.of(PromptInput.ids(new int[] {4, 5})), SamplingParams.greedy(2), second));
+        actor.tell(new InferenceActor.Submit("c", MODEL, List.of(PromptInput.ids(new int[] {6})), SamplingParams.greedy(2), third));
         assertEquals("refused 3", third.await());
         actor.tell(new InferenceActor.Cancel("a"));
         assertEquals("done", second.await(), "the queued request runs once the cancelled one left");
@@ -166,20 +178,24 @@ class InferenceActorTest {
         ActorRef<InferenceActor.Command> actor = KIT.spawn(InferenceActor.create(limits(4, 4, 20_000),
                 tinySource(engine), new InferenceGauges()));
         assertEquals("invalid max_tokens: max_tokens must be <= 64, got 65",
-                submit(actor, List.of(new int[] {1}), SamplingParams.greedy(65)));
-        assertTrue(submit(actor, List.of(new int[] {1, 300}), SamplingParams.greedy(1))
+                submit(actor, List.of(PromptInput.ids(new int[] {1})), SamplingParams.greedy(65)));
+        assertTrue(submit(actor, List.of(PromptInput.ids(new int[] {1, 300})), SamplingParams.greedy(1))
                 .startsWith("invalid prompt: prompt: token id 300 at index 1"));
-        assertTrue(submit(actor, List.of(new int[0]), SamplingParams.greedy(1)).startsWith("invalid prompt:"));
-        assertTrue(submit(actor, List.of(new int[500]), SamplingParams.greedy(13)).startsWith("invalid max_tokens:"));
-        assertTrue(submit(actor, List.of(new int[400]), SamplingParams.greedy(60))
+        assertTrue(submit(actor, List.of(PromptInput.ids(new int[0])), SamplingParams.greedy(1))
+                .startsWith("invalid prompt:"));
+        assertTrue(submit(actor, List.of(PromptInput.text("")), SamplingParams.greedy(1))
+                .startsWith("invalid prompt:"));
+        assertTrue(submit(actor, List.of(PromptInput.ids(new int[500])), SamplingParams.greedy(13)).startsWith("invalid max_tokens:"));
+        assertTrue(submit(actor, List.of(PromptInput.ids(new int[400])), SamplingParams.greedy(60))
                 .startsWith("invalid max_tokens: the request needs"), "over the whole state budget");
         Collected unknown = new Collected(1);
-        actor.tell(new InferenceActor.Submit("u", Path.of("elsewhere"), List.of(new int[] {1}),
+        actor.tell(new InferenceActor.Submit("u", Path.of("elsewhere"), List.of(PromptInput.ids(new int[] {1})),
                 SamplingParams.greedy(1), unknown));
         assertTrue(unknown.await().contains("model: elsewhere has no checkpoint"), unknown.await());
     }
 
-    private static String submit(ActorRef<InferenceActor.Command> actor, List<int[]> prompts, SamplingParams params)
+    private static String submit(ActorRef<InferenceActor.Command> actor, List<PromptInput> prompts,
+                                 SamplingParams params)
             throws Exception {
         Collected sink = new Collected(prompts.size());
         actor.tell(new InferenceActor.Submit("x" + System.nanoTime(), MODEL, prompts, params, sink));
