@@ -385,7 +385,7 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
     }
 
     /** The request field an engine error names ({@code prompt: …}, {@code max_tokens must …}). */
-    static String fieldOf(String message) {
+    public static String fieldOf(String message) {
         Matcher m = FIELD.matcher(message == null ? "" : message);
         return m.find() ? m.group(1) : null;
     }

@@ -1,5 +1,6 @@
 package io.kdapack.actors.inference;
 
+import io.kdapack.core.checkpoint.CheckpointStore;
 import io.kdapack.inference.InferenceEngine;
 import io.kdapack.inference.ModelTokenizers;
 import io.kdapack.inference.ServedModel;
@@ -25,8 +26,7 @@ public interface ModelSource {
 
         @Override
         public InferenceEngine load(Path model, Path checkpoint, InferenceLimits limits) throws IOException {
-            ServedModel served = ServedModel.load(model, io.kdapack.core.checkpoint.CheckpointStore.stepOf(checkpoint),
-                    limits.threads());
+            ServedModel served = ServedModel.load(model, CheckpointStore.stepOf(checkpoint), limits.threads());
             int threads = limits.threads() > 0 ? limits.threads() : Runtime.getRuntime().availableProcessors();
             return new InferenceEngine(served.model(), ModelTokenizers.forModel(served.config()), threads,
                     limits.prefillChunk(), limits.maxContext());

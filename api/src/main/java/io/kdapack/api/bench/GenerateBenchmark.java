@@ -24,7 +24,7 @@ import java.util.Random;
  *   <li>prefill of {@code prompts} prompts of mixed lengths (uniform in {@code [1, 2·mean − 1]}) packed into one
  *       call, against the same prompts one call each (interleaved run by run; {@code prefill_packed_speedup} is the
  *       ratio of their times);</li>
- *   <li>decode tokens/s with 1, 8 and 64 sequences (each prefilled with a 64-token prompt, then {@code steps} batched
+ *   <li>decode tokens/s with 1, 8 and 64 sequences (by default) (each prefilled with a 64-token prompt, then {@code steps} batched
  *       steps), and the latency of one step (one token for every sequence) at its p50 and p99;</li>
  *   <li>state bytes per sequence after 1k and 8k tokens (KDA part constant, MLA part growing);</li>
  *   <li>decode at batch 1 against the memory-bandwidth bound: the weight bytes a token reads (every weight but the
@@ -39,13 +39,18 @@ public final class GenerateBenchmark {
      * @param prompts        prompts of the prefill measurement
      * @param meanPrompt     their mean length
      * @param steps          decode steps per measurement
+     * @param decodeBatches  concurrent sequences of the decode measurements (1, 8, 64); the first is the one compared
+     *                       with the bandwidth bound
      */
-    public record Config(ModelConfig model, int prompts, int meanPrompt, int steps, int threads, int warmUp,
-                         int repeats, long seed) {
+    public record Config(ModelConfig model, int prompts, int meanPrompt, int steps, int[] decodeBatches, int threads,
+                         int warmUp, int repeats, long seed) {
         public Config {
             if (prompts < 1 || meanPrompt < 1 || steps < 1 || threads < 1 || warmUp < 0 || repeats < 1) {
                 throw new IllegalArgumentException("prompts, mean prompt, steps, threads and repeats must be >= 1 and "
                         + "warm-up >= 0");
+            }
+            if (decodeBatches.length == 0 || Arrays.stream(decodeBatches).anyMatch(b -> b < 1)) {
+                throw new IllegalArgumentException("decode batches must be >= 1, got " + Arrays.toString(decodeBatches));
             }
         }
     }
@@ -93,7 +98,7 @@ public final class GenerateBenchmark {
 
         Map<String, Object> decode = new LinkedHashMap<>();
         double batchOneSecondsPerToken = 0;
-        for (int batch : new int[] {1, 8, 64}) {
+        for (int batch : c.decodeBatches()) {
             int[][] starts = new int[batch][];
             for (int i = 0; i < batch; i++) {
                 starts[i] = random.ints(DECODE_PROMPT, 0, vocab).toArray();
@@ -126,8 +131,8 @@ public final class GenerateBenchmark {
             figures.put("step_latency_p50_ms", 1e3 * percentile(sorted, 0.50));
             figures.put("step_latency_p99_ms", 1e3 * percentile(sorted, 0.99));
             decode.put("batch_" + batch, figures);
-            if (batch == 1) {
-                batchOneSecondsPerToken = percentile(sorted, 0.50);
+            if (batch == c.decodeBatches()[0]) {
+                batchOneSecondsPerToken = percentile(sorted, 0.50) / batch;
             }
         }
         out.put("decode", decode);

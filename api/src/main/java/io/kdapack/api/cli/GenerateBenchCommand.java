@@ -41,6 +41,10 @@ final class GenerateBenchCommand implements Callable<Integer> {
     @Option(names = "--steps", defaultValue = "32", description = "decode steps per run (default ${DEFAULT-VALUE})")
     int steps;
 
+    @Option(names = "--decode-batches", split = ",", defaultValue = "1,8,64",
+            description = "concurrent sequences of the decode runs (default ${DEFAULT-VALUE})")
+    int[] decodeBatches;
+
     @Option(names = "--threads", description = "worker threads (default: all processors)")
     Integer threads;
 
@@ -68,10 +72,11 @@ final class GenerateBenchCommand implements Callable<Integer> {
         ForkJoinPool pool = new ForkJoinPool(workers);
         try {
             out.put("default_model", pool.submit(() -> GenerateBenchmark.run(new GenerateBenchmark.Config(model,
-                    prompts, meanPrompt, steps, workers, warmUp, repeats, 1))).get());
+                    prompts, meanPrompt, steps, decodeBatches, workers, warmUp, repeats, 1))).get());
             if (!noLarger) {
                 out.put("larger_model", pool.submit(() -> GenerateBenchmark.run(new GenerateBenchmark.Config(
-                        GenerateBenchmark.larger(), prompts, meanPrompt, steps, workers, warmUp, repeats, 1))).get());
+                        GenerateBenchmark.larger(), prompts, meanPrompt, steps, decodeBatches, workers, warmUp, repeats, 1)))
+                        .get());
             }
         } finally {
             pool.shutdown();

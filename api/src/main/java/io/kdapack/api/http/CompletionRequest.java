@@ -1,6 +1,7 @@
 package io.kdapack.api.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.inference.InferenceActor;
 import io.kdapack.actors.inference.PromptInput;
 import io.kdapack.inference.SamplingParams;
 import java.util.ArrayList;
@@ -178,9 +179,7 @@ public record CompletionRequest(String model, List<PromptInput> prompts, Samplin
 
     /** The field an error message starts with ({@code max_tokens must …}, {@code prompt: …}), or null. */
     static String fieldOf(String message) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("^([a-z_]+)[: ]").matcher(message == null ? ""
-                : message);
-        return m.find() ? m.group(1) : null;
+        return InferenceActor.fieldOf(message);
     }
 
     private static String abbreviate(JsonNode node) {

@@ -21,7 +21,7 @@ class GenerateBenchCommandTest {
         try {
             System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
             code = Main.commandLine().execute("bench", "generate", "--no-larger", "--prompts", "6", "--mean-prompt",
-                    "20", "--steps", "3", "--threads", "2", "--warmup", "0", "--repeats", "1", "--clients", "2",
+                    "20", "--steps", "3", "--decode-batches", "1,3", "--threads", "2", "--warmup", "0", "--repeats", "1", "--clients", "2",
                     "--rounds", "1");
         } finally {
             System.setOut(stdout);
@@ -33,7 +33,7 @@ class GenerateBenchCommandTest {
         double packed = model.get("prefill_packed_tokens_per_s").asDouble();
         double alone = model.get("prefill_alone_tokens_per_s").asDouble();
         assertEquals(packed / alone, model.get("prefill_packed_speedup").asDouble(), 1e-9 * packed / alone);
-        for (String batch : new String[] {"batch_1", "batch_8", "batch_64"}) {
+        for (String batch : new String[] {"batch_1", "batch_3"}) {
             JsonNode d = model.get("decode").get(batch);
             assertTrue(d.get("tokens_per_s").asDouble() > 0, d.toString());
             assertTrue(d.get("step_latency_p99_ms").asDouble() >= d.get("step_latency_p50_ms").asDouble(), d.toString());
