@@ -10,6 +10,7 @@ import io.kdapack.core.kda.KdaRecurrent;
 import io.kdapack.core.model.HybridModel;
 import io.kdapack.core.model.SequenceState;
 import io.kdapack.core.nn.Parameter;
+import io.kdapack.inference.InferenceEngine;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -23,7 +24,8 @@ import java.util.Random;
  * <ul>
  *   <li>prefill of {@code prompts} prompts of mixed lengths (uniform in {@code [1, 2·mean − 1]}) packed into one
  *       call, against the same prompts one call each (interleaved run by run; {@code prefill_packed_speedup} is the
- *       ratio of their times);</li>
+ *       ratio of their times), and packed as the engine packs them, into calls of at most
+ *       {@link InferenceEngine#PREFILL_CALL_TOKENS} tokens ({@code prefill_engine_speedup});</li>
  *   <li>decode tokens/s with 1, 8 and 64 sequences (by default) (each prefilled with a 64-token prompt, then {@code steps} batched
  *       steps), and the latency of one step (one token for every sequence) at its p50 and p99;</li>
  *   <li>state bytes per sequence after 1k and 8k tokens (KDA part constant, MLA part growing);</li>
@@ -80,11 +82,17 @@ public final class GenerateBenchmark {
             prompts[i] = random.ints(1 + random.nextInt(2 * c.meanPrompt() - 1), 0, vocab).toArray();
             promptTokens += prompts[i].length;
         }
+        List<int[][]> groups = groups(prompts, InferenceEngine.PREFILL_CALL_TOKENS);
         double[] prefill = InterleavedTiming.medians(c.warmUp(), c.repeats(),
                 () -> model.extend(prompts, fresh(model, prompts.length), model.kdaBackend()),
                 () -> {
                     for (int[] prompt : prompts) {
                         model.extend(new int[][] {prompt}, fresh(model, 1), model.kdaBackend());
+                    }
+                },
+                () -> {
+                    for (int[][] group : groups) {
+                        model.extend(group, fresh(model, group.length), model.kdaBackend());
                     }
                 });
 
@@ -95,6 +103,9 @@ public final class GenerateBenchmark {
         out.put("prefill_packed_tokens_per_s", promptTokens / prefill[0]);
         out.put("prefill_alone_tokens_per_s", promptTokens / prefill[1]);
         out.put("prefill_packed_speedup", prefill[1] / prefill[0]);
+        out.put("prefill_engine_calls", groups.size());
+        out.put("prefill_engine_tokens_per_s", promptTokens / prefill[2]);
+        out.put("prefill_engine_speedup", prefill[1] / prefill[2]);
 
         Map<String, Object> decode = new LinkedHashMap<>();
         double batchOneSecondsPerToken = 0;
@@ -151,6 +162,24 @@ public final class GenerateBenchmark {
         out.put("bandwidth_bound_ms_per_token", 1e3 * boundSeconds);
         out.put("decode_batch1_over_bandwidth_bound", batchOneSecondsPerToken / boundSeconds);
         return out;
+    }
+
+    /** The prompts in order, packed into calls of at most {@code budget} tokens as the engine packs them. */
+    private static List<int[][]> groups(int[][] prompts, int budget) {
+        List<int[][]> groups = new ArrayList<>();
+        List<int[]> group = new ArrayList<>();
+        int tokens = 0;
+        for (int[] prompt : prompts) {
+            if (!group.isEmpty() && tokens + prompt.length > budget) {
+                groups.add(group.toArray(new int[0][]));
+                group.clear();
+                tokens = 0;
+            }
+            group.add(prompt);
+            tokens += prompt.length;
+        }
+        groups.add(group.toArray(new int[0][]));
+        return groups;
     }
 
     private static SequenceState[] fresh(HybridModel model, int count) {
