@@ -22,9 +22,10 @@ public final class InferenceEngine {
     /**
      * Tokens of one packed prefill call at most (a piece longer than this runs alone). One call over thousands of
      * tokens is slower than several over about a thousand: its activations ([T,d] per layer) leave the caches. On
-     * the 2-core VM with the default model, 64 prompts (8k tokens) took 0.3–0.5× the time of one call each in a
-     * single call and about 0.7× in calls of up to 1024 tokens ({@code kdapack bench generate}). Results do not
-     * depend on the grouping: a sequence's result is bitwise the same in any packed call.
+     * the shared 2-core VM, 64 prompts (8k tokens) in one call ran at 0.3–0.8× the speed of one call per prompt, in
+     * calls of up to 1024 tokens at 0.85× (larger model) to 1.7× (default model) ({@code kdapack bench generate},
+     * docs/inference.md). Results do not depend on the grouping: a sequence's result is bitwise the same in any
+     * packed call.
      */
     public static final int PREFILL_CALL_TOKENS = 1024;
 
