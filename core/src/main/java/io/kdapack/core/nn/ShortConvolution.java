@@ -59,11 +59,6 @@ public final class ShortConvolution implements Layer {
         return width;
     }
 
-    /** D. */
-    public int channels() {
-        return channels;
-    }
-
     /**
      * The inference forward: piece {@code n} of {@code pieces} continues a sequence whose last {@code W−1} inputs are
      * {@code windows[n] [D,W−1]} (oldest first; zeros before a sequence's first token). Returns {@code y [T,D]} and
