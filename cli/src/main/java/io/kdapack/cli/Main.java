@@ -7,8 +7,8 @@ import picocli.CommandLine;
 /** Entry point of the {@code kdapack} command line. */
 @Command(name = "kdapack", mixinStandardHelpOptions = true, version = "kdapack 0.1.0",
         description = "Train and serve hybrid Kimi Delta Attention models on packed variable-length sequences.",
-        subcommands = {TrainCommand.class, ServeCommand.class, EvalCommand.class, OpCommand.class, BenchCommand.class,
-                DataCommand.class})
+        subcommands = {TrainCommand.class, ServeCommand.class, GenerateCommand.class, EvalCommand.class, OpCommand.class,
+                BenchCommand.class, DataCommand.class})
 public final class Main {
 
     /** Exit code for bad input (unreadable files, invalid arguments), as picocli uses for usage errors. */

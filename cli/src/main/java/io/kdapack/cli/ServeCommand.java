@@ -1,5 +1,6 @@
 package io.kdapack.cli;
 
+import io.kdapack.actors.inference.InferenceLimits;
 import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.jobs.TrainingJobFactory;
 import io.kdapack.api.server.ApiToken;
@@ -42,7 +43,8 @@ final class ServeCommand implements Callable<Integer> {
         DataRoot dataRoot = new DataRoot(settings.dataRoot());
         String token = ApiToken.resolve(settings);
         Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
-        KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir));
+        KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir),
+                InferenceLimits.defaults(), jobsDir);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kdapack-shutdown"));
         System.err.println("kdapack serve: listening on http://" + server.address().getHostString() + ":"
                 + server.address().getPort() + " (data root " + dataRoot.root() + ", jobs in " + jobsDir + "; "

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobStatus;
+import io.kdapack.api.server.InferenceService;
 import io.kdapack.api.server.JobService;
 import io.kdapack.api.server.ServerMetrics;
 import io.kdapack.config.ConfigException;
@@ -48,6 +49,8 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final byte[] openApi;
     private final SseFrames.Registry frames;
     private final Duration eventBatch;
+    /** Null when the server runs without inference. */
+    private final InferenceService inference;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -70,6 +73,13 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     /** @param eventBatch shortest time between two sends on one event stream ({@link EventStreamHandler}) */
     public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
                       Duration eventBatch) {
+        this(jobs, metrics, openApi, frames, eventBatch, null);
+    }
+
+    /** @param inference the completions and models endpoints' service, or null to answer them 503 */
+    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
+                      Duration eventBatch, InferenceService inference) {
+        this.inference = inference;
         this.jobs = jobs;
         this.frames = frames;
         this.metrics = metrics;
@@ -179,7 +189,25 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 yield jobs.evaluate(job, batch).thenApply(loss ->
                         new Reply(Responses.json(HttpResponseStatus.OK, lossJson(job, loss))));
             }
+            case COMPLETIONS -> {
+                requireJson(request.contentType());
+                CompletionRequest completion = CompletionRequest.parse(request.body());
+                InferenceService service = inference();
+                // The completion owns the connection from now on (the response is its last).
+                ctx.pipeline().replace(this, "completion",
+                        new CompletionHandler(service.actor(), completion, service.resolve(completion.model())));
+                yield CompletableFuture.completedFuture(new Streaming());
+            }
+            case MODELS -> reply(Responses.json(HttpResponseStatus.OK, CompletionHandler.modelList(inference())));
         };
+    }
+
+    private InferenceService inference() {
+        if (inference == null) {
+            throw new ApiException(HttpResponseStatus.SERVICE_UNAVAILABLE, "inference is not enabled on this server",
+                    null);
+        }
+        return inference;
     }
 
     private static CompletionStage<Outcome> reply(FullHttpResponse response) {

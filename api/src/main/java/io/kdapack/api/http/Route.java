@@ -19,7 +19,9 @@ public enum Route {
     CANCEL_JOB(HttpMethod.DELETE, "/v1/jobs/{id}"),
     RESUME_JOB(HttpMethod.POST, "/v1/jobs/{id}/resume"),
     JOB_EVENTS(HttpMethod.GET, "/v1/jobs/{id}/events"),
-    STEPS(HttpMethod.POST, "/v1/steps");
+    STEPS(HttpMethod.POST, "/v1/steps"),
+    COMPLETIONS(HttpMethod.POST, "/v1/completions"),
+    MODELS(HttpMethod.GET, "/v1/models");
 
     /** A matched route and its job id (null for routes without one). */
     public record Match(Route route, String jobId) {

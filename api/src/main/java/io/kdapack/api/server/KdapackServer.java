@@ -1,13 +1,17 @@
 package io.kdapack.api.server;
 
-import io.kdapack.actors.job.JobManager;
-import io.kdapack.api.http.HttpApiInitializer;
-import io.kdapack.api.http.HttpApiServer;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.kdapack.actors.inference.InferenceLimits;
+import io.kdapack.actors.inference.ModelSource;
+import io.kdapack.actors.job.JobManager;
+import io.kdapack.api.http.DataRoot;
+import io.kdapack.api.http.HttpApiInitializer;
+import io.kdapack.api.http.HttpApiServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -47,6 +51,19 @@ public final class KdapackServer implements AutoCloseable {
      */
     public static KdapackServer start(ServerSettings settings, String token, JobFactory factory)
             throws IOException, InterruptedException {
+        return start(settings, token, factory, InferenceLimits.defaults(),
+                settings.tokenFile().toAbsolutePath().getParent().resolve("jobs"));
+    }
+
+    /**
+     * Starts the actors (the inference actor among them) and the HTTP server.
+     *
+     * @param inferenceLimits the bounds of {@code /v1/completions}
+     * @param jobsDir         where job directories live, so that a job id names a model
+     */
+    public static KdapackServer start(ServerSettings settings, String token, JobFactory factory,
+                                      InferenceLimits inferenceLimits, Path jobsDir)
+            throws IOException, InterruptedException {
         byte[] openApi = openApiDocument();
         // Shutdown order is ours (jobs checkpoint, then HTTP, then actors): Pekko's own JVM hook would stop
         // the actors concurrently with it, before the jobs could checkpoint.
@@ -64,8 +81,12 @@ public final class KdapackServer implements AutoCloseable {
                 .daemon(true).factory());
         try {
             var jobs = new JobService(actors, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
-            var initializer = new HttpApiInitializer(jobs, new ServerMetrics(), token, settings.maxBodyBytes(), openApi,
-                    settings.eventBatch());
+            var inference = new InferenceService(actors, inferenceLimits, ModelSource.DIRECTORIES,
+                    new DataRoot(settings.dataRoot()), jobsDir);
+            var metrics = new ServerMetrics();
+            metrics.watch(inference.gauges());
+            var initializer = new HttpApiInitializer(jobs, metrics, token, settings.maxBodyBytes(), openApi,
+                    settings.eventBatch(), inference);
             var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
             return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
                     .plus(settings.pipeline().stepTimeout()));

@@ -1,9 +1,11 @@
 package io.kdapack.api.server;
 
 import io.kdapack.actors.events.JobEventLog;
+import io.kdapack.actors.inference.InferenceGauges;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobState;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -34,6 +36,18 @@ public final class ServerMetrics {
                     + " evaluations waiting for the step in progress").register(registry);
     private final MultiGauge jobs = MultiGauge.builder("kdapack.jobs")
             .description("jobs known to the server, by state").register(registry);
+
+    /** Shows the inference actor's occupancy ({@code kdapack_inference_*} gauges). */
+    public void watch(InferenceGauges inference) {
+        Gauge.builder("kdapack.inference.active.sequences", inference, InferenceGauges::activeSequences)
+                .description("sequences holding an inference slot (prefilling or generating)").register(registry);
+        Gauge.builder("kdapack.inference.queued.requests", inference, InferenceGauges::queuedRequests)
+                .description("completion requests waiting for slots or state memory").register(registry);
+        Gauge.builder("kdapack.inference.state.bytes", inference, InferenceGauges::stateBytes)
+                .description("decoding state held by the running sequences").register(registry);
+        Gauge.builder("kdapack.inference.reserved.state.bytes", inference, InferenceGauges::reservedStateBytes)
+                .description("decoding state reserved by running requests at their longest").register(registry);
+    }
 
     /** Counts one HTTP response. */
     public void countResponse(int status) {

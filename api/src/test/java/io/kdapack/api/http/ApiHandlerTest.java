@@ -311,9 +311,11 @@ class ApiHandlerTest {
                     case RESUME_JOB -> "/v1/jobs/{id}/resume";
                     case JOB_EVENTS -> "/v1/jobs/{id}/events";
                     case STEPS -> "/v1/steps";
+                    case COMPLETIONS -> "/v1/completions";
+                    case MODELS -> "/v1/models";
                 };
                 String method = switch (route) {
-                    case CREATE_JOB, RESUME_JOB, STEPS -> "post";
+                    case CREATE_JOB, RESUME_JOB, STEPS, COMPLETIONS -> "post";
                     case CANCEL_JOB -> "delete";
                     default -> "get";
                 };

@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 /** {@code kdapack bench …}: throughput figures as one JSON object. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure throughput; prints one JSON object.",
-        subcommands = {KdaBenchCommand.class, BenchDataCommand.class, ModelBenchCommand.class,
+        subcommands = {KdaBenchCommand.class, BenchDataCommand.class, ModelBenchCommand.class, GenerateBenchCommand.class,
                 ServerBenchCommand.class, SseBenchCommand.class})
 public final class BenchCommand {
 }

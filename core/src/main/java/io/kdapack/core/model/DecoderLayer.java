@@ -1,6 +1,9 @@
 package io.kdapack.core.model;
 
+import io.kdapack.core.kda.KdaBackend;
+import io.kdapack.core.kda.Segments;
 import io.kdapack.core.nn.KimiDeltaAttention;
+import io.kdapack.core.nn.LatentCache;
 import io.kdapack.core.nn.Layer;
 import io.kdapack.core.nn.MlaAttention;
 import io.kdapack.core.nn.Parameter;
@@ -89,6 +92,31 @@ public final class DecoderLayer implements Layer {
         RmsNorm.Saved post = postNorm.forward(h, tokens);
         SwiGluMlp.Saved mlpSaved = mlp.forward(post.output(), tokens);
         return new Saved(input, kdaSaved, mlaSaved, post, mlpSaved, Tensors.sum(h, mlpSaved.output()));
+    }
+
+    /**
+     * The inference forward (no tape) of pieces that continue sequences: {@code kdaStates} (KDA layer) or
+     * {@code caches} (MLA layer) hold one distinct state per piece and are extended in place; the other is ignored.
+     *
+     * @param x {@code [T,d]}
+     * @return {@code y [T,d]}
+     */
+    public float[] extend(float[] x, Segments pieces, KdaState[] kdaStates, LatentCache[] caches, KdaBackend op) {
+        int tokens = pieces.tokens();
+        float[] normed = inputNorm.forward(x, tokens).output();
+        float[] attended = kda != null ? kda.extend(normed, pieces, kdaStates, op) : mla.extend(normed, pieces, caches);
+        float[] h = Tensors.sum(x, attended);
+        return Tensors.sum(h, mlp.forward(postNorm.forward(h, tokens).output(), tokens).output());
+    }
+
+    /** An empty decoding state of a KDA layer, null for an MLA layer. */
+    KdaState newKdaState() {
+        return kda != null ? kda.newState() : null;
+    }
+
+    /** An empty decoding cache of an MLA layer, null for a KDA layer. */
+    LatentCache newLatentCache() {
+        return mla != null ? mla.newCache() : null;
     }
 
     /** Returns {@code dx [T,d]} and adds every parameter's gradient. */

@@ -2,10 +2,12 @@ package io.kdapack.core.model;
 
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.kda.KdaBackend;
+import io.kdapack.core.kda.Segments;
 import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.model.ModelConfig;
 import io.kdapack.core.nn.Embedding;
 import io.kdapack.core.nn.KimiDeltaAttention;
+import io.kdapack.core.nn.LatentCache;
 import io.kdapack.core.nn.MlaAttention;
 import io.kdapack.core.nn.MlaShape;
 import io.kdapack.core.nn.Parallel;
@@ -13,7 +15,9 @@ import io.kdapack.core.nn.Parameter;
 import io.kdapack.core.nn.RmsNorm;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The hybrid KDA decoder of architecture §3 (exact wiring and weight names: {@code docs/model.md}), {@code T = B·L}:
@@ -41,6 +45,7 @@ public final class HybridModel implements LanguageModel {
     private final LmHead lmHead;
     private final MultiTokenPrediction mtp;
     private final List<Parameter> parameters;
+    private final KdaBackend kdaBackend;
 
     /**
      * A model with every projection zero and norms one: call {@link #initialize(long)} or {@link #load(SafeTensors)}.
@@ -51,6 +56,7 @@ public final class HybridModel implements LanguageModel {
         validate(config);
         this.config = config;
         this.isolation = isolation;
+        this.kdaBackend = backend;
         int d = config.hiddenSize();
         float eps = (float) config.rmsNormEps();
         MlaShape mlaShape = MlaShape.of(config);
@@ -138,6 +144,109 @@ public final class HybridModel implements LanguageModel {
     /** The weights by name, F32. */
     public SafeTensors weights() {
         return ModelWeights.toSafeTensors(parameters);
+    }
+
+    /** The KDA implementation the model was built with (the training forward's, and the default for prefill). */
+    public KdaBackend kdaBackend() {
+        return kdaBackend;
+    }
+
+    /**
+     * The logits of the training forward, without loss or tape: {@code [T,V]} for every position of the batch
+     * (labels and masks are not read). The reference that {@link #extend} is checked against.
+     */
+    public float[] logits(MicroBatch batch) {
+        BatchLayout layout = BatchLayout.of(batch, isolation);
+        float[] x = embedTokens.forward(batch.tokens());
+        for (DecoderLayer layer : layers) {
+            x = layer.forward(x, layout).output();
+        }
+        return lmHead.forward(norm.forward(x, batch.size()).output(), batch.size());
+    }
+
+    /** An empty sequence for {@link #extend}: zero KDA states and windows, empty MLA caches. */
+    public SequenceState newSequence() {
+        KdaState[] kda = new KdaState[layers.size()];
+        LatentCache[] latent = new LatentCache[layers.size()];
+        for (int i = 0; i < layers.size(); i++) {
+            kda[i] = layers.get(i).newKdaState();
+            latent[i] = layers.get(i).newLatentCache();
+        }
+        return new SequenceState(kda, latent);
+    }
+
+    /**
+     * Bytes of one sequence's decoding state after {@code tokens} tokens: {@code 4·(HV·K·V + (2·H·K + HV·V)·(W−1))}
+     * per KDA layer, whatever the length, plus {@code 4·tokens·(Ckv+R)} per MLA layer (as cached, not as allocated).
+     */
+    public long stateBytes(long tokens) {
+        KdaConfig kda = config.kda();
+        int k = kda.headDim();
+        long kdaLayer = 4L * ((long) kda.numVHeads() * k * k
+                + (2L * kda.numHeads() * k + (long) kda.numVHeads() * k) * (kda.convSize() - 1));
+        long mlaToken = 4L * (config.mla().kvLoraRank() + config.mla().qkRopeHeadDim());
+        long bytes = 0;
+        for (DecoderLayer layer : layers) {
+            bytes += layer.isFullAttention() ? tokens * mlaToken : kdaLayer;
+        }
+        return bytes;
+    }
+
+    /**
+     * The inference forward (DESIGN §6), no tape: {@code pieces[n]} are the next tokens of {@code sequences[n]},
+     * run as one packed varlen batch (all pieces back to back, one sequence each) that continues every sequence
+     * from its state at positions {@code length … length+len−1} and leaves its state after the piece. A prefill is
+     * a call with whole prompts (or pieces of them, carried across calls); a decode step is a call with one token
+     * per sequence. Only the main model runs (MTP, a training aid, is not used).
+     *
+     * @param pieces    {@code [N][len_n]} token ids, every {@code len_n ≥ 1}
+     * @param sequences {@code [N]} distinct states from {@link #newSequence()}, advanced in place
+     * @param op        the KDA implementation for this call (e.g. {@link #kdaBackend()} for prefill, the
+     *                  token-by-token recurrence for decode)
+     * @return {@code [N,V]} the logits after each piece's last token
+     */
+    public float[] extend(int[][] pieces, SequenceState[] sequences, KdaBackend op) {
+        int n = pieces.length;
+        if (sequences.length != n) {
+            throw new IllegalArgumentException("extend: " + n + " pieces but " + sequences.length + " sequences");
+        }
+        Set<SequenceState> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
+        int[] starts = new int[n];
+        int[] ends = new int[n];
+        int total = 0;
+        for (int s = 0; s < n; s++) {
+            if (pieces[s] == null || pieces[s].length == 0) {
+                throw new IllegalArgumentException("extend: piece " + s + " is empty; every piece needs >= 1 token");
+            }
+            if (!distinct.add(sequences[s])) {
+                throw new IllegalArgumentException("extend: sequence " + s + " appears twice in one call");
+            }
+            starts[s] = total;
+            total = Math.addExact(total, pieces[s].length);
+            ends[s] = total;
+        }
+        int[] tokens = new int[total];
+        for (int s = 0; s < n; s++) {
+            System.arraycopy(pieces[s], 0, tokens, starts[s], pieces[s].length);
+        }
+        Segments segments = new Segments(total, starts, ends);
+        float[] x = embedTokens.forward(tokens);
+        for (int i = 0; i < layers.size(); i++) {
+            KdaState[] kda = new KdaState[n];
+            LatentCache[] latent = new LatentCache[n];
+            for (int s = 0; s < n; s++) {
+                kda[s] = sequences[s].kda(i);
+                latent[s] = sequences[s].latent(i);
+            }
+            x = layers.get(i).extend(x, segments, kda, latent, op);
+        }
+        int d = config.hiddenSize();
+        float[] last = new float[n * d];
+        for (int s = 0; s < n; s++) {
+            System.arraycopy(x, (ends[s] - 1) * d, last, s * d, d);
+            sequences[s].advance(pieces[s].length);
+        }
+        return lmHead.forward(norm.forward(last, n).output(), n);
     }
 
     @Override

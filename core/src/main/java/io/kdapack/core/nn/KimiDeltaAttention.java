@@ -7,6 +7,7 @@ import io.kdapack.core.kda.KdaOptions;
 import io.kdapack.core.kda.KdaTape;
 import io.kdapack.core.kda.Segments;
 import io.kdapack.core.model.KdaConfig;
+import io.kdapack.core.model.KdaState;
 import io.kdapack.core.nn.GatedRmsNorm;
 import io.kdapack.core.nn.Layer;
 import io.kdapack.core.nn.Linear;
@@ -160,6 +161,58 @@ public final class KimiDeltaAttention implements Layer {
         GatedRmsNorm.Saved norm = oNorm.forward(o, g1.output(), tokens);
         Linear.Saved out = oProj.forward(norm.output(), tokens);
         return new Saved(q, k, v, qc, kc, vc, f0, f1, beta, kda, g0, g1, norm, out);
+    }
+
+    /** An empty (all-zero) decoding state for {@link #extend}. */
+    public KdaState newState() {
+        int kept = qConv.width() - 1;
+        return new KdaState(new float[valueHeads * headDim * headDim], new float[heads * headDim * kept],
+                new float[heads * headDim * kept], new float[valueHeads * headDim * kept]);
+    }
+
+    /**
+     * The inference forward (no tape): piece {@code n} of {@code pieces} continues the sequence whose state is
+     * {@code states[n]}; its convolution windows and recurrent state are the op's initial states, and are replaced
+     * by the final ones. The same arithmetic as {@link #forward} with those initial states.
+     *
+     * @param x      {@code [T,d]} hidden states of the pieces, back to back ({@code pieces} cover all T tokens)
+     * @param states {@code [N]} one distinct state per piece, updated in place
+     * @param op     the KDA implementation for this call (the chunked kernels for prefill, the recurrence for decode)
+     * @return {@code y [T,d]}
+     */
+    public float[] extend(float[] x, Segments pieces, KdaState[] states, KdaBackend op) {
+        int tokens = pieces.tokens();
+        int n = pieces.count();
+        if (states.length != n) {
+            throw new IllegalArgumentException("kda: " + n + " pieces but " + states.length + " states");
+        }
+        float[][] qWindows = new float[n][];
+        float[][] kWindows = new float[n][];
+        float[][] vWindows = new float[n][];
+        int stateSize = valueHeads * headDim * headDim;
+        float[] h0 = new float[n * stateSize];
+        for (int s = 0; s < n; s++) {
+            qWindows[s] = states[s].qWindow();
+            kWindows[s] = states[s].kWindow();
+            vWindows[s] = states[s].vWindow();
+            if (states[s].recurrent().length != stateSize) {
+                throw new IllegalArgumentException("kda: state " + s + " holds " + states[s].recurrent().length
+                        + " values, expected [HV,K,V] = " + stateSize);
+            }
+            System.arraycopy(states[s].recurrent(), 0, h0, s * stateSize, stateSize);
+        }
+        float[] q = qConv.extend(qProj.forward(x, tokens).output(), pieces, qWindows);
+        float[] k = kConv.extend(kProj.forward(x, tokens).output(), pieces, kWindows);
+        float[] v = vConv.extend(vProj.forward(x, tokens).output(), pieces, vWindows);
+        float[] g = fProj1.forward(fProj0.forward(x, tokens).output(), tokens).output();
+        float[] beta = bProj.forward(x, tokens).output();
+        KdaBackend.KdaResult result = op.forward(new KdaInputs(pieces, heads, valueHeads, headDim, headDim, q, k, v,
+                g, beta, aLog.values(), dtBias.values(), h0), options);
+        for (int s = 0; s < n; s++) {
+            System.arraycopy(result.ht(), s * stateSize, states[s].recurrent(), 0, stateSize);
+        }
+        float[] z = gProj1.forward(gProj0.forward(x, tokens).output(), tokens).output();
+        return oProj.forward(oNorm.forward(result.o(), z, tokens).output(), tokens).output();
     }
 
     /** Returns {@code dx [T,d]} and adds every parameter's gradient. */

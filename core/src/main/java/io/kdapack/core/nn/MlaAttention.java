@@ -1,6 +1,8 @@
 package io.kdapack.core.nn;
 
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.linalg.ExpKernels;
+import io.kdapack.core.linalg.Gemm;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -83,6 +85,11 @@ public final class MlaAttention implements Layer {
 
     public MlaShape shape() {
         return shape;
+    }
+
+    /** An empty decoding cache for {@link #extend}: {@code Ckv + R} floats per token. */
+    public LatentCache newCache() {
+        return new LatentCache(shape.kvLoraRank() + shape.qkRopeHeadDim());
     }
 
     @Override
@@ -201,6 +208,147 @@ public final class MlaAttention implements Layer {
         }
         Parallel.addInto(dx, dxQuery);
         return dx;
+    }
+
+    /**
+     * The inference forward (no tape): piece {@code n} of {@code pieces} continues the sequence whose cache is
+     * {@code caches[n]} at positions {@code L_n … L_n+len−1} ({@code L_n} its cached tokens). Each token's latent row
+     * is appended to its cache, then every token attends to its sequence's cache up to itself. Absorbed form (same
+     * scores and outputs as {@link #forward} up to float rounding): with {@code W_uk[h] [P,Ckv]} and
+     * {@code W_uv[h] [Dv,Ckv]} the rows of {@code kv_b_proj} of head {@code h},
+     *
+     * <pre>
+     * score[t,s] = (q_nope[t,h]·W_uk[h]) · c_kv[s] + q_rope[t,h] · k_pe[s]       (times 1/sqrt(P+R))
+     * o[t,h]     = W_uv[h] · Σ_s softmax_s(score[t,s]) c_kv[s]
+     * </pre>
+     *
+     * so a token costs {@code O(L·H·(Ckv+R))} however many heads share the latent. Each (sequence, head) is one task
+     * that reads only its own cache, so a sequence's result does not depend on the others in the call.
+     *
+     * @param x      {@code [T,d]} hidden states of the pieces, back to back ({@code pieces} cover all T tokens)
+     * @param caches {@code [N]} one distinct cache per piece, extended in place
+     * @return {@code y [T,d]}
+     */
+    public float[] extend(float[] x, Segments pieces, LatentCache[] caches) {
+        int tokens = pieces.tokens();
+        Shapes.check(Parameter.join(name, "input"), x, tokens, shape.hidden());
+        if (caches.length != pieces.count()) {
+            throw new IllegalArgumentException(name + ": " + pieces.count() + " pieces but " + caches.length
+                    + " caches");
+        }
+        float[] q;
+        if (qAProj != null) {
+            q = qOut.forward(qALayerNorm.forward(qAProj.forward(x, tokens).output(), tokens).output(), tokens).output();
+        } else {
+            q = qOut.forward(x, tokens).output();
+        }
+        float[] c = kvAProj.forward(x, tokens).output();
+        float[] latent = kvALayerNorm.forward(latentPart(c, tokens), tokens).output();
+
+        int heads = shape.heads();
+        int rank = shape.kvLoraRank();
+        int nope = shape.qkNopeHeadDim();
+        int ropeDim = shape.qkRopeHeadDim();
+        int qk = shape.qkHeadDim();
+        int vDim = shape.vHeadDim();
+        int width = rank + ropeDim;
+        int kvWidth = nope + vDim;
+        float[] kvB = kvBProj.weight().values();
+
+        int[] cached = new int[caches.length];
+        for (int n = 0; n < caches.length; n++) {
+            LatentCache cache = caches[n];
+            if (cache.width() != width) {
+                throw new IllegalArgumentException(name + ": cache " + n + " has width " + cache.width()
+                        + ", expected Ckv+R = " + width);
+            }
+            cached[n] = cache.length();
+            cache.reserve(pieces.length(n));
+        }
+        // Latent rows of the new tokens into their caches, the rotary key at the token's position.
+        Parallel.forEach(caches.length, n -> {
+            float[] rows = caches[n].rows();
+            for (int i = 0; i < pieces.length(n); i++) {
+                int t = pieces.start(n) + i;
+                int row = (cached[n] + i) * width;
+                System.arraycopy(latent, t * rank, rows, row, rank);
+                System.arraycopy(c, t * width + rank, rows, row + rank, ropeDim);
+                rope.rotate(rows, row + rank, cached[n] + i);
+            }
+            caches[n].advance(pieces.length(n));
+        });
+
+        // Absorbed queries [T,H,Ckv+R] = [q_nope·W_uk[h] | RoPE(q_rope)].
+        float[] queries = new float[tokens * heads * width];
+        for (int h = 0; h < heads; h++) {
+            Parallel.gemm(false, false, tokens, rank, nope, 1f, q, h * qk, heads * qk, kvB, h * kvWidth * rank, rank,
+                    0f, queries, h * width, heads * width);
+        }
+        Parallel.forEach(caches.length, n -> {
+            for (int i = 0; i < pieces.length(n); i++) {
+                int t = pieces.start(n) + i;
+                for (int h = 0; h < heads; h++) {
+                    int to = (t * heads + h) * width + rank;
+                    System.arraycopy(q, (t * heads + h) * qk + nope, queries, to, ropeDim);
+                    rope.rotate(queries, to, cached[n] + i);
+                }
+            }
+        });
+
+        // Per (sequence, head): probabilities over the cache, then the attended latent [T,H,Ckv].
+        float[] attendedLatent = new float[tokens * heads * rank];
+        float scale = shape.softmaxScale();
+        Parallel.forEach(heads * caches.length, task -> {
+            int h = task % heads;
+            int n = task / heads;
+            int start = pieces.start(n);
+            int length = pieces.length(n);
+            float[] rows = caches[n].rows();
+            float[] p = new float[Math.min(TOKEN_BLOCK, length) * (cached[n] + length)];
+            for (int r0 = 0; r0 < length; r0 += TOKEN_BLOCK) {
+                int blockRows = Math.min(TOKEN_BLOCK, length - r0);
+                int cols = cached[n] + r0 + blockRows;
+                Gemm.sgemm(false, true, blockRows, cols, width, scale, queries, ((start + r0) * heads + h) * width,
+                        heads * width, rows, 0, width, 0f, p, 0, cols);
+                for (int i = 0; i < blockRows; i++) {
+                    causalSoftmax(p, i * cols, cached[n] + r0 + i + 1, cols);
+                }
+                Gemm.sgemm(false, false, blockRows, rank, cols, 1f, p, 0, cols, rows, 0, width, 0f, attendedLatent,
+                        ((start + r0) * heads + h) * rank, heads * rank);
+            }
+        });
+
+        // o[t,h] = W_uv[h] · attended latent, then o_proj.
+        float[] o = new float[tokens * heads * vDim];
+        for (int h = 0; h < heads; h++) {
+            Parallel.gemm(false, true, tokens, vDim, rank, 1f, attendedLatent, h * rank, heads * rank, kvB,
+                    (h * kvWidth + nope) * rank, rank, 0f, o, h * vDim, heads * vDim);
+        }
+        return oProj.forward(o, tokens).output();
+    }
+
+    /**
+     * Softmax over the first {@code visible} of the {@code cols} scores at {@code p[row …]}, 0 beyond (the same
+     * arithmetic as {@link SegmentAttention}'s).
+     */
+    private static void causalSoftmax(float[] p, int row, int visible, int cols) {
+        float max = Float.NEGATIVE_INFINITY;
+        for (int j = 0; j < visible; j++) {
+            max = Math.max(max, p[row + j]);
+        }
+        for (int j = 0; j < visible; j++) {
+            p[row + j] -= max;
+        }
+        ExpKernels.exp(p, row, p, row, visible);
+        double sum = 0;
+        for (int j = 0; j < visible; j++) {
+            sum += p[row + j];
+        }
+        float inv = (float) (1.0 / sum);
+        for (int j = 0; j < visible; j++) {
+            p[row + j] *= inv;
+        }
+        java.util.Arrays.fill(p, row + visible, row + cols, 0f);
     }
 
     /** {@code c_kv = c[:, :Ckv]} as its own {@code [T,Ckv]} array. */

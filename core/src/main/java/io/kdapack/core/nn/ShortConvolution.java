@@ -1,9 +1,11 @@
 package io.kdapack.core.nn;
 
 import io.kdapack.core.conv.Activation;
+import io.kdapack.core.conv.ShortConv;
 import io.kdapack.core.conv.ShortConvBackend;
 import io.kdapack.core.conv.ShortConvGradients;
 import io.kdapack.core.conv.ShortConvInputs;
+import io.kdapack.core.conv.ShortConvOutputs;
 import io.kdapack.core.kda.Segments;
 import java.util.List;
 
@@ -57,6 +59,43 @@ public final class ShortConvolution implements Layer {
         ShortConvInputs inputs = new ShortConvInputs(segments, channels, width, x, weight.values(),
                 bias == null ? null : bias.values(), null, activation);
         return new Saved(inputs, backend.forward(inputs).y());
+    }
+
+    /** W, the kernel width; a decoding window holds the last {@code W−1} inputs. */
+    public int width() {
+        return width;
+    }
+
+    /**
+     * The inference forward: piece {@code n} of {@code pieces} continues a sequence whose last {@code W−1} inputs are
+     * {@code windows[n] [D,W−1]} (oldest first; zeros before a sequence's first token). Returns {@code y [T,D]} and
+     * replaces each window by the last {@code W−1} inputs after its piece — the op's initial and final states
+     * ({@link ShortConv}) without their never-read oldest column.
+     */
+    public float[] extend(float[] x, Segments pieces, float[][] windows) {
+        int n = pieces.count();
+        int kept = width - 1;
+        if (windows.length != n) {
+            throw new IllegalArgumentException(weight.name() + ": " + n + " pieces but " + windows.length + " windows");
+        }
+        float[] initial = new float[n * channels * width];
+        for (int s = 0; s < n; s++) {
+            if (windows[s] == null || windows[s].length != channels * kept) {
+                throw new IllegalArgumentException(weight.name() + ": window " + s + " must hold [D,W-1] = "
+                        + channels * kept + " values, got " + (windows[s] == null ? "null" : windows[s].length));
+            }
+            for (int d = 0; d < channels; d++) {
+                System.arraycopy(windows[s], d * kept, initial, (s * channels + d) * width + 1, kept);
+            }
+        }
+        ShortConvOutputs out = backend.forward(new ShortConvInputs(pieces, channels, width, x, weight.values(),
+                bias == null ? null : bias.values(), initial, activation));
+        for (int s = 0; s < n; s++) {
+            for (int d = 0; d < channels; d++) {
+                System.arraycopy(out.finalState(), (s * channels + d) * width + 1, windows[s], d * kept, kept);
+            }
+        }
+        return out.y();
     }
 
     /** Returns {@code dx [T,D]}; adds the weight and bias gradients. */

@@ -1,0 +1,302 @@
+package io.kdapack.api.http;
+
+import io.kdapack.actors.inference.GenerationSink;
+import io.kdapack.actors.inference.InferenceActor;
+import io.kdapack.api.server.InferenceService;
+import io.kdapack.inference.FinishReason;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * Answers one {@code POST /v1/completions} on its connection, which it owns from the moment it is added (the
+ * response is the last on the connection, which then closes). It submits the request to the inference actor and
+ * turns the actor's reports, handed to the connection's event loop, into the response: a refusal is 429 with
+ * {@code Retry-After}, a bad request 400 naming the field; then either one JSON body (OpenAI {@code text_completion})
+ * or, with {@code stream}, server-sent events ({@code data: <chunk>} per step with news, {@code data: [DONE]} last).
+ * A client that goes away cancels its request, which frees its sequences at the actor's next message.
+ *
+ * <p>Memory: the tokens of a response wait in this handler (non-streamed) or in the channel's outbound buffer (a
+ * slow streaming client); both are bounded by the request's {@code max_tokens} (itself bounded by the server).
+ */
+public final class CompletionHandler extends ChannelInboundHandlerAdapter {
+    private static final AtomicLong IDS = new AtomicLong();
+
+    private final ActorRef<InferenceActor.Command> inference;
+    private final CompletionRequest request;
+    private final Path model;
+    private final String id;
+    private final long created;
+    private final List<Choice> choices = new ArrayList<>();
+    private ChannelHandlerContext context;
+    private boolean headSent;
+    private boolean finished;
+    private int promptTokens;
+    private int completionTokens;
+
+    /** What a non-streamed response collects per choice. */
+    private static final class Choice {
+        final StringBuilder text = new StringBuilder();
+        final List<Integer> ids = new ArrayList<>();
+        final List<String> tokens = new ArrayList<>();
+        final List<Double> logprobs = new ArrayList<>();
+        FinishReason finish;
+    }
+
+    /** @param model the directory {@code request.model()} resolved to */
+    public CompletionHandler(ActorRef<InferenceActor.Command> inference, CompletionRequest request, Path model) {
+        this.inference = inference;
+        this.request = request;
+        this.model = model;
+        this.id = "cmpl-" + IDS.incrementAndGet() + "-" + Long.toHexString(System.nanoTime());
+        this.created = System.currentTimeMillis() / 1000;
+        for (int i = 0; i < request.prompts().size(); i++) {
+            choices.add(new Choice());
+        }
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        context = ctx;
+        inference.tell(new InferenceActor.Submit(id, model, request.prompts(), request.params(), new Sink()));
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        io.netty.util.ReferenceCountUtil.release(msg); // the connection carries this one request only
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (!finished) {
+            finished = true;
+            inference.tell(new InferenceActor.Cancel(id));
+        }
+        ctx.fireChannelInactive();
+    }
+
+    /** The actor's reports, each moved to the event loop. */
+    private final class Sink implements GenerationSink {
+        @Override
+        public void accepted() {
+            if (request.stream()) {
+                context.executor().execute(CompletionHandler.this::sendHead);
+            }
+        }
+
+        @Override
+        public void refused(String reason, int retryAfterSeconds) {
+            context.executor().execute(() -> {
+                FullHttpResponse response = Responses.error(new ApiException(HttpResponseStatus.TOO_MANY_REQUESTS,
+                        reason, null));
+                response.headers().set(HttpHeaderNames.RETRY_AFTER, retryAfterSeconds);
+                end(response);
+            });
+        }
+
+        @Override
+        public void invalid(String field, String message) {
+            context.executor().execute(() -> end(Responses.error(ApiException.badRequest(message, field))));
+        }
+
+        @Override
+        public void failed(Exception cause) {
+            context.executor().execute(() -> fail(cause));
+        }
+
+        @Override
+        public void progress(List<ChoiceDelta> deltas, int prompt, int completion, boolean done) {
+            context.executor().execute(() -> onProgress(deltas, prompt, completion, done));
+        }
+    }
+
+    private void sendHead() {
+        if (finished || headSent) {
+            return;
+        }
+        headSent = true;
+        HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+        head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream; charset=utf-8");
+        head.headers().set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE);
+        head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        HttpUtil.setTransferEncodingChunked(head, true);
+        context.writeAndFlush(head);
+    }
+
+    private void onProgress(List<GenerationSink.ChoiceDelta> deltas, int prompt, int completion, boolean done) {
+        if (finished) {
+            return;
+        }
+        promptTokens = prompt;
+        completionTokens = completion;
+        if (request.stream()) {
+            sendHead();
+            if (!deltas.isEmpty()) {
+                List<Object> chunkChoices = new ArrayList<>();
+                for (GenerationSink.ChoiceDelta d : deltas) {
+                    chunkChoices.add(choiceJson(d.index(), d.text(), toList(d.tokenIds()), List.of(d.tokenTexts()),
+                            toList(d.logprobs()), d.finishReason()));
+                }
+                writeEvent(StrictJson.write(body(chunkChoices, null)));
+            }
+            if (done) {
+                writeEvent("[DONE]".getBytes(StandardCharsets.UTF_8));
+                finished = true;
+                context.writeAndFlush(new DefaultLastHttpContent()).addListener(ChannelFutureListener.CLOSE);
+            } else {
+                context.flush();
+            }
+            return;
+        }
+        for (GenerationSink.ChoiceDelta d : deltas) {
+            Choice choice = choices.get(d.index());
+            choice.text.append(d.text());
+            for (int i = 0; i < d.tokenIds().length; i++) {
+                choice.ids.add(d.tokenIds()[i]);
+                choice.tokens.add(d.tokenTexts()[i]);
+                choice.logprobs.add(d.logprobs()[i]);
+            }
+            if (d.finishReason() != null) {
+                choice.finish = d.finishReason();
+            }
+        }
+        if (done) {
+            List<Object> all = new ArrayList<>();
+            for (int i = 0; i < choices.size(); i++) {
+                Choice c = choices.get(i);
+                all.add(choiceJson(i, c.text.toString(), c.ids, c.tokens, c.logprobs, c.finish));
+            }
+            Map<String, Object> usage = new LinkedHashMap<>();
+            usage.put("prompt_tokens", promptTokens);
+            usage.put("completion_tokens", completionTokens);
+            usage.put("total_tokens", promptTokens + completionTokens);
+            end(Responses.json(HttpResponseStatus.OK, body(all, usage)));
+        }
+    }
+
+    private Map<String, Object> body(List<Object> choiceList, Map<String, Object> usage) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("id", id);
+        body.put("object", "text_completion");
+        body.put("created", created);
+        body.put("model", request.model());
+        body.put("choices", choiceList);
+        if (usage != null) {
+            body.put("usage", usage);
+        }
+        return body;
+    }
+
+    private Map<String, Object> choiceJson(int index, String text, List<Integer> ids, List<String> tokens,
+                                           List<Double> logprobs, FinishReason finish) {
+        Map<String, Object> choice = new LinkedHashMap<>();
+        choice.put("index", index);
+        choice.put("text", text);
+        choice.put("token_ids", ids);
+        if (request.logprobs()) {
+            Map<String, Object> lp = new LinkedHashMap<>();
+            lp.put("tokens", tokens);
+            lp.put("token_logprobs", logprobs);
+            lp.put("top_logprobs", null);
+            choice.put("logprobs", lp);
+        } else {
+            choice.put("logprobs", null);
+        }
+        choice.put("finish_reason", finish == null ? null : finish.wireName());
+        return choice;
+    }
+
+    private void writeEvent(byte[] data) {
+        byte[] prefix = "data: ".getBytes(StandardCharsets.US_ASCII);
+        byte[] frame = new byte[prefix.length + data.length + 2];
+        System.arraycopy(prefix, 0, frame, 0, prefix.length);
+        System.arraycopy(data, 0, frame, prefix.length, data.length);
+        frame[frame.length - 2] = '\n';
+        frame[frame.length - 1] = '\n';
+        context.write(new DefaultHttpContent(Unpooled.wrappedBuffer(frame)));
+    }
+
+    private void fail(Exception cause) {
+        if (finished) {
+            return;
+        }
+        ApiException error = cause instanceof IllegalArgumentException bad
+                ? ApiException.badRequest(bad.getMessage(), CompletionRequest.fieldOf(bad.getMessage()))
+                : new ApiException(HttpResponseStatus.INTERNAL_SERVER_ERROR, "inference failed: " + cause, null);
+        if (!headSent) {
+            end(Responses.error(error));
+            return;
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("error", error.getMessage());
+        writeEvent(StrictJson.write(body));
+        finished = true;
+        context.writeAndFlush(new DefaultLastHttpContent()).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    /** Sends a whole response and closes the connection. */
+    private void end(FullHttpResponse response) {
+        if (finished) {
+            response.release();
+            return;
+        }
+        finished = true;
+        Responses.send(context, response, false);
+    }
+
+    /** The body of {@code GET /v1/models} (OpenAI's list shape, plus each model's checkpoint step). */
+    static Map<String, Object> modelList(InferenceService inference) {
+        List<Object> data = new ArrayList<>();
+        try {
+            for (InferenceService.ModelEntry entry : inference.list()) {
+                Map<String, Object> model = new LinkedHashMap<>();
+                model.put("id", entry.id());
+                model.put("object", "model");
+                model.put("owned_by", "kdapack");
+                model.put("checkpoint_step", entry.step());
+                data.add(model);
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("object", "list");
+        body.put("data", data);
+        return body;
+    }
+
+    private static List<Integer> toList(int[] values) {
+        List<Integer> out = new ArrayList<>(values.length);
+        for (int v : values) {
+            out.add(v);
+        }
+        return out;
+    }
+
+    private static List<Double> toList(double[] values) {
+        List<Double> out = new ArrayList<>(values.length);
+        for (double v : values) {
+            out.add(v);
+        }
+        return out;
+    }
+}
