@@ -43,7 +43,7 @@ public final class Gemm {
     private Gemm() {
     }
 
-    /** Columns of the register tile on this machine (two vectors of the preferred species). */
+    /** Columns of the register tile on this machine (two vectors of {@link VectorWidth#SPECIES}). */
     public static int nr() {
         return NR;
     }
