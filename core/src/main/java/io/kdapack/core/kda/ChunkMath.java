@@ -1,5 +1,6 @@
 package io.kdapack.core.kda;
 
+import io.kdapack.core.linalg.VectorWidth;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
@@ -13,11 +14,14 @@ import jdk.incubator.vector.VectorSpecies;
  * <p>Bitwise reproducible: only operations with one correctly rounded IEEE result are used (add, mul,
  * fma, exact conversions). The Vector API's {@code EXP} and {@code reduceLanes(ADD)} are avoided on
  * purpose: their compiled and interpreted forms round differently or sum in another order, so results
- * would change while the JIT warms up.
+ * would change while the JIT warms up. Results do not depend on the vector width either: every scalar tail
+ * runs the operations of its vector body (the same fused multiply-adds, the same polynomial {@code exp}), each
+ * product element accumulates in its own lane in depth order, and the one horizontal sum, {@link #dot}, has the
+ * fixed layout of {@link VectorWidth#dot}.
  */
 final class ChunkMath {
 
-    static final VectorSpecies<Float> SPECIES = FloatVector.SPECIES_PREFERRED;
+    static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
     private static final int LANES = SPECIES.length();
     /** Columns of B (and C) that one register tile covers: two vectors. */
     private static final int STRIPE = 2 * LANES;
@@ -34,22 +38,13 @@ final class ChunkMath {
             FloatVector.fromArray(SPECIES, x, xOff + i).fma(av, yv).intoArray(y, yOff + i);
         }
         for (; i < n; i++) {
-            y[yOff + i] += a * x[xOff + i];
+            y[yOff + i] = Math.fma(x[xOff + i], a, y[yOff + i]);
         }
     }
 
-    /** {@code Σ x[xOff+i]·y[yOff+i]} over {@code n} entries. */
+    /** {@code Σ x[xOff+i]·y[yOff+i]} over {@code n} entries, in the width-independent order of {@link VectorWidth#dot}. */
     static float dot(int n, float[] x, int xOff, float[] y, int yOff) {
-        int i = 0;
-        FloatVector acc = FloatVector.zero(SPECIES);
-        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
-            acc = FloatVector.fromArray(SPECIES, x, xOff + i).fma(FloatVector.fromArray(SPECIES, y, yOff + i), acc);
-        }
-        float sum = sumLanes(acc);
-        for (; i < n; i++) {
-            sum += x[xOff + i] * y[yOff + i];
-        }
-        return sum;
+        return VectorWidth.dot(n, x, xOff, y, yOff);
     }
 
     /** {@code out[outOff …+n] = a · x[xOff …+n]} (in place when out is x at the same offset). */
@@ -84,7 +79,7 @@ final class ChunkMath {
                     .intoArray(out, outOff + i);
         }
         for (; i < n; i++) {
-            out[outOff + i] += x[xOff + i] * y[yOff + i];
+            out[outOff + i] = Math.fma(x[xOff + i], y[yOff + i], out[outOff + i]);
         }
     }
 
@@ -95,17 +90,8 @@ final class ChunkMath {
             exp(FloatVector.fromArray(SPECIES, x, xOff + i)).intoArray(out, outOff + i);
         }
         for (; i < n; i++) {
-            out[outOff + i] = (float) Math.exp(x[xOff + i]);
+            out[outOff + i] = exp(x[xOff + i]);
         }
-    }
-
-    /** Lanes summed in lane order (deterministic, unlike {@code reduceLanes}). */
-    static float sumLanes(FloatVector v) {
-        float sum = 0f;
-        for (int i = 0; i < LANES; i++) {
-            sum += v.lane(i);
-        }
-        return sum;
     }
 
     /**
@@ -134,6 +120,24 @@ final class ChunkMath {
         p = p.fma(r, FloatVector.broadcast(SPECIES, 1f));
         IntVector exponent = ((IntVector) n.convert(VectorOperators.F2I, 0)).add(127).lanewise(VectorOperators.LSHL, 23);
         return p.mul(exponent.reinterpretAsFloats());
+    }
+
+    /** {@link #exp(FloatVector)} of one float, by the same operations: the scalar tails' exp. */
+    static float exp(float x) {
+        float clamped = Math.max(x, EXP_FLOOR);
+        float shifted = Math.fma(clamped, LOG2_E, ROUNDING_SHIFTER);
+        float n = shifted - ROUNDING_SHIFTER;
+        float r = Math.fma(n, -LN2_HI, clamped);
+        r = Math.fma(n, -LN2_LO, r);
+        float p = 1f / 5040f;
+        p = Math.fma(p, r, 1f / 720f);
+        p = Math.fma(p, r, 1f / 120f);
+        p = Math.fma(p, r, 1f / 24f);
+        p = Math.fma(p, r, 1f / 6f);
+        p = Math.fma(p, r, 0.5f);
+        p = Math.fma(p, r, 1f);
+        p = Math.fma(p, r, 1f);
+        return p * Float.intBitsToFloat(((int) n + 127) << 23);
     }
 
     private static final float ROUNDING_SHIFTER = 12582912f; // 1.5·2^23: adding it rounds to an integer
@@ -206,10 +210,13 @@ final class ChunkMath {
                 acc1.intoArray(c, at + LANES);
             }
         }
+        // The columns past the stripes, row by row, over the depth range of the row's tile in the stripes: a skipped
+        // zero term could still turn an accumulator of −0 into +0, so every width adds the same terms to an element.
         for (; j + LANES <= n; j += LANES) {
             for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 FloatVector acc = FloatVector.zero(SPECIES);
-                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
+                for (int p = depthFrom(structure, tileStart(i, m)), end = depthTo(structure, tileEnd(i, m), k); p < end;
+                     p++) {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc);
                 }
@@ -224,7 +231,8 @@ final class ChunkMath {
         for (; j < n; j++) {
             for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 float acc = 0f;
-                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
+                for (int p = depthFrom(structure, tileStart(i, m)), end = depthTo(structure, tileEnd(i, m), k); p < end;
+                     p++) {
                     acc = Math.fma(a[aOff + i * rowStep + p * depthStep], b[bOff + p * ldb + j], acc);
                 }
                 int at = cOff + i * ldc + j;
@@ -281,6 +289,27 @@ final class ChunkMath {
     /** One past the last depth index rows before {@code rowEnd} need (lower triangular A ends at the diagonal). */
     private static int depthTo(Structure structure, int rowEnd, int k) {
         return structure == Structure.LOWER_A ? Math.min(k, rowEnd) : k;
+    }
+
+    /**
+     * The first row of the register tile that holds row {@code i} of an {@code m}-row product in the stripes, whose
+     * rows start at 0 (tiles of 6 rows, then of 4, then single rows; {@link Structure#LOWER_C} starts later, but its
+     * depth range does not depend on the rows).
+     */
+    private static int tileStart(int i, int m) {
+        int sixes = m / 6 * 6;
+        if (i < sixes) {
+            return i / 6 * 6;
+        }
+        int fours = sixes + (m - sixes) / 4 * 4;
+        return i < fours ? sixes + (i - sixes) / 4 * 4 : i;
+    }
+
+    /** One past the last row of the register tile that holds row {@code i} (see {@link #tileStart}). */
+    private static int tileEnd(int i, int m) {
+        int start = tileStart(i, m);
+        int sixes = m / 6 * 6;
+        return start < sixes ? start + 6 : start < sixes + (m - sixes) / 4 * 4 ? start + 4 : start + 1;
     }
 
     /**

@@ -167,7 +167,7 @@ final class PairwiseDecay {
         for (; i < n; i++) {
             float dy = dkCol[i] * colDecay[i];
             dk[row + i] += dy;
-            dGamma[i] -= k[row + i] * dy;
+            dGamma[i] = Math.fma(-k[row + i], dy, dGamma[i]);
         }
     }
 
@@ -221,7 +221,7 @@ final class PairwiseDecay {
             if (g != null) {
                 run[i] += g[row + i];
             }
-            float decay = (float) Math.exp(run[i]);
+            float decay = ChunkMath.exp(run[i]);
             rowDecay[at + i] = decay;
             qRow[at + i] = q[row + i] * decay;
             kRow[at + i] = k[row + i] * decay;
@@ -251,13 +251,17 @@ final class PairwiseDecay {
             if (g != null) {
                 run[i] += g[row + kd + i];
             }
-            float decay = (float) Math.exp(negate ? -run[i] : run[i]);
+            float decay = ChunkMath.exp(negate ? -run[i] : run[i]);
             colDecay[at + i] = decay;
             kCol[at + i] = k[row + i] * decay;
         }
     }
 
-    /** Row r of the diagonal block at a: the decay summed from r down to each column c ≥ a. */
+    /**
+     * Row r of the diagonal block at a: the decay summed from r down to each column c ≥ a; the decayed column
+     * {@code k_c ⊙ exp(Γ_r − Γ_c)} goes to {@code e}, and its dot products with {@code q_r} and {@code k_r} sum in
+     * the width-independent order of {@link ChunkMath#dot}.
+     */
     private void diagonalRowForward(float[] q, float[] k, float[] g, int first, int a, int r, float[] aQK,
                                     float[] pKK) {
         int rowOff = (first + r) * kd;
@@ -265,25 +269,17 @@ final class PairwiseDecay {
         for (int c = r; c >= a; c--) {
             int colOff = (first + c) * kd;
             int i = 0;
-            FloatVector sumQ = FloatVector.zero(SPECIES);
-            FloatVector sumK = FloatVector.zero(SPECIES);
             for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
                 FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
-                FloatVector t = ChunkMath.exp(runV).mul(FloatVector.fromArray(SPECIES, k, colOff + i));
-                sumQ = FloatVector.fromArray(SPECIES, q, rowOff + i).fma(t, sumQ);
-                sumK = FloatVector.fromArray(SPECIES, k, rowOff + i).fma(t, sumK);
+                ChunkMath.exp(runV).mul(FloatVector.fromArray(SPECIES, k, colOff + i)).intoArray(e, i);
                 runV.add(FloatVector.fromArray(SPECIES, g, colOff + i)).intoArray(run, i);
             }
-            float dotQ = ChunkMath.sumLanes(sumQ);
-            float dotK = ChunkMath.sumLanes(sumK);
             for (; i < kd; i++) {
-                float t = (float) Math.exp(run[i]) * k[colOff + i];
-                dotQ += q[rowOff + i] * t;
-                dotK += k[rowOff + i] * t;
+                e[i] = ChunkMath.exp(run[i]) * k[colOff + i];
                 run[i] += g[colOff + i];
             }
-            aQK[r * SIZE + c] = dotQ;
-            pKK[r * SIZE + c] = c < r ? dotK : 0f;
+            aQK[r * SIZE + c] = ChunkMath.dot(kd, q, rowOff, e, 0);
+            pKK[r * SIZE + c] = c < r ? ChunkMath.dot(kd, k, rowOff, e, 0) : 0f;
         }
     }
 
@@ -314,11 +310,11 @@ final class PairwiseDecay {
             }
             for (; i < kd; i++) {
                 float t = e[i] * k[colOff + i];
-                dqRow[i] += gradQ * t;
-                dkRow[i] += gradK * t;
+                dqRow[i] = Math.fma(t, gradQ, dqRow[i]);
+                dkRow[i] = Math.fma(t, gradK, dkRow[i]);
                 float dy = (q[rowOff + i] * gradQ + k[rowOff + i] * gradK) * e[i];
                 dk[colOff + i] += dy;
-                dGamma[c * kd + i] += -k[colOff + i] * dy;
+                dGamma[c * kd + i] = Math.fma(-k[colOff + i], dy, dGamma[c * kd + i]);
             }
             ChunkMath.axpy(kd, 1f, g, colOff, run, 0);
         }

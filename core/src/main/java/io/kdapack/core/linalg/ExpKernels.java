@@ -17,7 +17,7 @@ import jdk.incubator.vector.VectorSpecies;
  * instead of infinity.
  */
 public final class ExpKernels {
-    private static final VectorSpecies<Float> SPECIES = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
     private static final int LANES = SPECIES.length();
     private static final float LO = -87f;
     private static final float HI = 88f;

@@ -18,7 +18,7 @@ import jdk.incubator.vector.VectorSpecies;
  * number of threads, so results are bitwise reproducible.
  */
 public final class Gemm {
-    private static final VectorSpecies<Float> SPECIES = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
     private static final int LANES = SPECIES.length();
     /** Rows of the register tile: 4 × 2 vector accumulators fit the 16 AVX2 registers without spilling (6 rows spill). */
     static final int MR = 4;
@@ -43,7 +43,7 @@ public final class Gemm {
     private Gemm() {
     }
 
-    /** Columns of the register tile on this machine (two vectors of the preferred species). */
+    /** Columns of the register tile on this machine (two vectors of {@link VectorWidth#SPECIES}). */
     public static int nr() {
         return NR;
     }

@@ -1,6 +1,7 @@
 package io.kdapack.core.nn;
 
 import io.kdapack.core.linalg.ExpKernels;
+import io.kdapack.core.linalg.VectorWidth;
 import java.util.List;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -11,7 +12,7 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code <name>.gate_proj.weight}, {@code <name>.up_proj.weight}, {@code <name>.down_proj.weight}.
  */
 public final class SwiGluMlp implements Layer {
-    private static final VectorSpecies<Float> SPECIES = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
     private static final int LANES = SPECIES.length();
     private final Linear gateProj;
     private final Linear upProj;
