@@ -34,8 +34,9 @@ import java.util.stream.Stream;
  * checkpoints/   step-NNNNNNNN as kdapack train writes them (train.checkpoint.dir is ignored for server jobs)
  * </pre>
  *
- * <p>{@code train.data.prefix} resolves inside the data root ({@link DataRoot#resolve}: no {@code ..} or symlink
- * escapes); without one the job trains on the shipped demo set.
+ * <p>{@code train.data.prefix} resolves inside the data root ({@link DataRoot#dataset}: no {@code ..} or symlink
+ * escapes, by the real path of the {@code .idx} and {@code .bin} too, checked again on resume); the job records and
+ * opens the real prefix. Without one the job trains on the shipped demo set.
  */
 public final class TrainingJobFactory implements JobFactory {
     static final String JOB_FILE = "job.json";
@@ -64,7 +65,7 @@ public final class TrainingJobFactory implements JobFactory {
         KdapackConfig config = ConfigLoader.fromDocument(JSON.convertValue(document, new TypeReference<>() {
         }));
         String prefix = config.train().data().prefix();
-        Path dataset = prefix == null ? DatasetPaths.trainPrefix(null) : dataRoot.resolve(prefix, PREFIX_KEY);
+        Path dataset = prefix == null ? DatasetPaths.trainPrefix(null) : dataRoot.dataset(prefix, PREFIX_KEY);
         Map<String, Object> record = new LinkedHashMap<>();
         record.put("config", config.toMap());
         record.put("dataset", dataset.toString());
@@ -83,7 +84,12 @@ public final class TrainingJobFactory implements JobFactory {
         JsonNode record = JSON.readTree(file.toFile());
         KdapackConfig config = ConfigLoader.fromDocument(JSON.convertValue(record.get("config"), new TypeReference<>() {
         }));
-        return backend(dir, config, Path.of(record.get("dataset").asText()));
+        Path dataset = Path.of(record.get("dataset").asText());
+        if (config.train().data().prefix() != null) {
+            // Checked again: the files may have changed (or the data root moved) since the job was created.
+            dataset = dataRoot.dataset(dataset.toString(), PREFIX_KEY);
+        }
+        return backend(dir, config, dataset);
     }
 
     /** Jobs with a {@code job.json} whose newest complete checkpoint is before their last step. */

@@ -11,7 +11,7 @@ import java.util.List;
  * and {@code POST /v1/jobs} and resume answer {@code 501} naming the missing backend.
  *
  * <p>Implementations may block (they read dataset indices); the server calls them off its I/O threads.
- * Dataset paths in a configuration must go through {@link io.kdapack.api.http.DataRoot#resolve}. Errors:
+ * Dataset prefixes in a configuration must go through {@link io.kdapack.api.http.DataRoot#dataset}. Errors:
  * {@link io.kdapack.config.ConfigException} (binding the document with the config module) or
  * {@link io.kdapack.api.http.ApiException} for a bad configuration (400 with the key as field),
  * IllegalArgumentException for anything else the caller got wrong (400).
