@@ -102,6 +102,29 @@ class SegmenterTest {
                 () -> MtpRoll.roll(labels, mask, SEGMENT_IDS, B, L, labels, rolledMask));
     }
 
+    /**
+     * Row boundaries (PIT survivors): the MTP roll never takes a label from the next row, even when that row goes on
+     * with the same id; cu_seqlens of rows whose segments start exactly at the row start, of rows of padding only, and
+     * of empty shapes.
+     */
+    @Test
+    void rowBoundariesInTheRollAndInCuSeqlens() {
+        int[] sameId = {4, 4, 4, 4};
+        int[] rolledLabels = new int[4];
+        float[] rolledMask = new float[4];
+        MtpRoll.roll(new int[] {1, 2, 3, 5}, new float[] {1, 1, 1, 1}, sameId, 2, 2, rolledLabels, rolledMask);
+        assertArrayEquals(new int[] {2, 0, 5, 0}, rolledLabels, "each row's last position has no next label");
+        assertArrayEquals(new float[] {1, 0, 1, 0}, rolledMask);
+
+        assertArrayEquals(new int[] {0, 4, 8}, Segmenter.cuSeqlens(new int[] {1, 1, 1, 1, 2, 2, 2, 2}, 2, 4),
+                "a segment starting at a row start belongs to that row");
+        assertArrayEquals(new int[] {0, 4, 8}, Segmenter.cuSeqlens(new int[8], 2, 4), "padding-only rows: one each");
+        assertArrayEquals(new int[] {0, 2, 4, 8, 12},
+                Segmenter.cuSeqlens(new int[] {1, 1, 2, 0, 0, 0, 0, 0, 3, 3, 3, 3}, 3, 4));
+        assertArrayEquals(new int[] {0}, Segmenter.cuSeqlens(new int[0], 2, 0), "B = 2 rows of L = 0");
+        MtpRoll.roll(new int[0], new float[0], new int[0], 0, 4, new int[0], new float[0]); // B = 0: nothing to roll
+    }
+
     @Test
     void badShapesAreNamed() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
