@@ -43,6 +43,10 @@ class DataRootTest {
         refused(root, "out/docs");
         refused(root, "out");
         refused(root, "");
+        assertEquals(real, root.root());
+        Files.createSymbolicLink(rootDir.resolve("dangling"), temp.resolve("nowhere"));
+        ApiException dangling = assertThrows(ApiException.class, () -> root.resolve("dangling/docs", "f"));
+        assertTrue(dangling.getMessage().contains("'dangling/docs' cannot be resolved"), dangling.getMessage());
     }
 
     /** The {@code .idx} and {@code .bin} of {@code prefix}, with {@code content} in each. */

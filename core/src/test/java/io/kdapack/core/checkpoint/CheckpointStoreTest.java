@@ -181,6 +181,16 @@ class CheckpointStoreTest {
         assertTrue(Files.isDirectory(copy), "prune leaves what is not a checkpoint");
     }
 
+    /** A fresh run's state (step 0, nothing consumed) is legal; negative counts are refused by name (PIT). */
+    @Test
+    void trainingStateAcceptsZeroAndRefusesNegativeCounts() {
+        assertEquals(0, new TrainingState(0, 0, "cfg", Map.of()).step());
+        assertEquals("step must be >= 0, got -1", assertThrows(IllegalArgumentException.class,
+                () -> new TrainingState(-1, 0, "cfg", Map.of())).getMessage());
+        assertEquals("consumedSamples must be >= 0, got -1", assertThrows(IllegalArgumentException.class,
+                () -> new TrainingState(0, -1, "cfg", Map.of())).getMessage());
+    }
+
     @Test
     void emptyOrMissingRootHasNoLatest(@TempDir Path root) throws Exception {
         assertEquals(Optional.empty(), new CheckpointStore(root.resolve("absent")).latest());
