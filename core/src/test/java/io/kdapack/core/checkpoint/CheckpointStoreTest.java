@@ -191,6 +191,23 @@ class CheckpointStoreTest {
                 () -> new TrainingState(0, -1, "cfg", Map.of())).getMessage());
     }
 
+    /** Optimizer moments without a weight of their size are refused, naming the weight (PIT: no coverage before). */
+    @Test
+    void optimizerStateMustMatchTheWeights() {
+        Checkpoint good = checkpointAt(1);
+        TrainingState state = good.state();
+        var missing = new io.kdapack.core.optim.AdamWState(1, Map.of("nope.weight", new float[2]),
+                Map.of("nope.weight", new float[2]));
+        assertEquals("optimizer state for 'nope.weight' (2 elements) has no weight of that size (missing)",
+                assertThrows(IllegalArgumentException.class, () -> new Checkpoint(state, good.weights(), missing))
+                        .getMessage());
+        var wrongSize = new io.kdapack.core.optim.AdamWState(1, Map.of("model.norm.weight", new float[2]),
+                Map.of("model.norm.weight", new float[2]));
+        assertEquals("optimizer state for 'model.norm.weight' (2 elements) has no weight of that size (3 elements)",
+                assertThrows(IllegalArgumentException.class, () -> new Checkpoint(state, good.weights(), wrongSize))
+                        .getMessage());
+    }
+
     @Test
     void emptyOrMissingRootHasNoLatest(@TempDir Path root) throws Exception {
         assertEquals(Optional.empty(), new CheckpointStore(root.resolve("absent")).latest());
