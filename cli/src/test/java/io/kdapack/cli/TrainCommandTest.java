@@ -2,6 +2,7 @@ package io.kdapack.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -148,6 +149,85 @@ class TrainCommandTest {
         assertTrue(Files.isRegularFile(run.resolve("loss.png")));
         JsonNode summary = JSON.readTree(r.out);
         assertTrue(summary.get("heldout_answers").asLong() > 0, r.out);
+    }
+
+    /**
+     * {@code kdapack train} runs the hybrid model with the isolation asked for, in that polarity. Two runs train on the
+     * same data; their held-out sets hold the same recall documents, each after a filler document (keys only, no
+     * answers) that differs between the two. With isolation the answers cannot see the filler: the held-out answer loss
+     * is bit-identical. With {@code --no-isolation} each row is one sequence, the answers see the filler before them,
+     * and the loss differs. A model built with the flag inverted fails both.
+     */
+    @Test
+    void trainRunsTheHybridModelWithTheIsolationAskedFor(@TempDir Path dir) throws IOException {
+        for (boolean isolation : new boolean[] {true, false}) {
+            double[] answerLoss = new double[2];
+            for (int variant = 0; variant < 2; variant++) {
+                Path data = dir.resolve((isolation ? "on" : "off") + variant);
+                Path config = hybridConfig(data, 1);
+                writeHeldOutAfterFillers(data.resolve("data/recall-heldout"), variant);
+                List<String> args = new java.util.ArrayList<>(List.of("train", "--config", config.toString(),
+                        "--out", data.resolve("run").toString()));
+                if (!isolation) {
+                    args.add("--no-isolation");
+                }
+                Result r = run(new TrainCommand(), args.toArray(String[]::new));
+                assertEquals(0, r.exit, r.err);
+                JsonNode eval = JSON.readTree(data.resolve("run/eval.json").toFile());
+                assertEquals(isolation, eval.get("isolation").asBoolean());
+                assertTrue(eval.get("heldout_answers").asLong() > 20, eval.toString());
+                answerLoss[variant] = eval.get("heldout_answer_loss").asDouble();
+            }
+            if (isolation) {
+                assertEquals(answerLoss[0], answerLoss[1], "isolation: the fillers cannot reach the answers");
+            } else {
+                assertNotEquals(answerLoss[0], answerLoss[1], "no isolation: the answers see the filler before them");
+            }
+        }
+    }
+
+    /** A recall training set under {@code dir/data} and the tiny hybrid model's config of {@code steps} steps on it. */
+    private static Path hybridConfig(Path dir, int steps) throws IOException {
+        Path train = dir.resolve("data/recall-train");
+        RecallDatasets.write(train, AssociativeRecall.demo(), 100, 1);
+        Path config = dir.resolve("hybrid.yaml");
+        Files.writeString(config, """
+                model:
+                  hidden_size: 32
+                  intermediate_size: 64
+                  kda: {num_heads: 2, num_v_heads: 2, head_dim: 16}
+                  mla: {num_heads: 2, kv_lora_rank: 16, qk_nope_head_dim: 8, qk_rope_head_dim: 8, v_head_dim: 8}
+                train:
+                  steps: %d
+                  micro_batch_size: 2
+                  num_microbatches: 2
+                  seq_length: 64
+                  optimizer: {warmup_steps: 0}
+                  data: {prefix: %s}
+                """.formatted(steps, train.toAbsolutePath()));
+        return config;
+    }
+
+    /**
+     * Held-out documents: 24 recall documents (the same whatever {@code variant}), each after a filler of 8 keys and
+     * EOD whose keys depend on {@code variant}; fillers hold no QUERY, so no answer.
+     */
+    private static void writeHeldOutAfterFillers(Path prefix, int variant) throws IOException {
+        AssociativeRecall task = AssociativeRecall.demo();
+        try (var builder = new io.kdapack.data.indexed.IndexedDatasetBuilder(prefix,
+                io.kdapack.data.indexed.TokenDType.forVocabulary(task.vocabularySize()))) {
+            List<int[]> recall = task.documents(2, 24);
+            for (int d = 0; d < recall.size(); d++) {
+                int[] filler = new int[9];
+                for (int i = 0; i < 8; i++) {
+                    filler[i] = (3 * d + 5 * i + 29 * variant) % 64;
+                }
+                filler[8] = task.eodId();
+                builder.addDocument(filler);
+                builder.addDocument(recall.get(d));
+            }
+            builder.finish();
+        }
     }
 
     @Test

@@ -52,11 +52,39 @@ class KdaLaunchPlanTest {
         assertTrue(p.backwardScratchBytes() > p.chunkStateElements() * 4);
     }
 
+    /**
+     * The benchmark's shape (T 8192, N 64, C 160, H = HV 16, K = V 128), buffer by buffer as {@code KdaDeviceOp}
+     * allocates them: the exact byte counts, so that a buffer left out or sized by the wrong letter is caught, and
+     * the total well under a GPU's memory (1.41 GiB).
+     */
     @Test
     void benchmarkScratchFitsEasilyOnAGpu() {
         KdaLaunchPlan p = new KdaLaunchPlan(8192, 64, 160, 16, 16, 128, 128);
-        long total = p.forwardScratchBytes() + p.backwardScratchBytes();
-        assertTrue(total < 4L << 30, "scratch " + total + " bytes");
+        long tokenKey = 8192L * 16 * 128;         // [T,HV,K]
+        long tokenValue = 8192L * 16 * 128;       // [T,HV,V]
+        long tokenChunk = 8192L * 16 * 64;        // [T,HV,64]
+        long tokenHead = 8192L * 16;              // [T,HV]
+        long chunkStates = 160L * 16 * 128 * 128; // [C,HV,K,V]
+        long forward = 4 * 3 * tokenKey           // qhat, khat, w
+                + 8 * tokenKey                    // gam (Γ, fp64)
+                + 4 * tokenHead                   // betah
+                + 4 * 2 * tokenChunk              // aqk, linv
+                + 4 * 2 * tokenValue              // u, vnew
+                + 4 * chunkStates;                // hchunk
+        long backward = 4 * chunkStates           // dhend
+                + 4 * 2 * tokenValue              // dvnew, sBv
+                + 4 * 7 * tokenKey                // sQg, sKd, sW, sBk, dqhat, dkhat, dgam
+                + 4 * tokenChunk                  // sAqk
+                + 4 * 2 * tokenHead;              // dbetah, dalogTok
+        assertEquals(705_167_360L, forward);
+        assertEquals(806_354_944L, backward);
+        assertEquals(forward, p.forwardScratchBytes());
+        assertEquals(backward, p.backwardScratchBytes());
+        assertTrue(forward + backward < 3L << 29, "scratch " + (forward + backward) + " bytes");
+        // Linear in T and C: twice the tokens and chunks, twice the bytes.
+        KdaLaunchPlan twice = new KdaLaunchPlan(16384, 64, 320, 16, 16, 128, 128);
+        assertEquals(2 * p.forwardScratchBytes(), twice.forwardScratchBytes());
+        assertEquals(2 * p.backwardScratchBytes(), twice.backwardScratchBytes());
     }
 
     @Test

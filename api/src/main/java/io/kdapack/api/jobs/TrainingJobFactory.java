@@ -37,14 +37,16 @@ import java.util.stream.Stream;
  * </pre>
  *
  * <p>{@code train.data.prefix}, and every {@code train.data.blend[i].prefix}, resolves inside the data root
- * ({@link DataRoot#resolve}: no {@code ..} or symlink escapes; the error names the key); without either the job trains
- * on the shipped demo set.
+ * ({@link DataRoot#dataset}: no {@code ..} or symlink escapes, by the real path of the {@code .idx} and {@code .bin}
+ * too, checked again on resume; the error names the key); the job records and opens the real prefixes. Without
+ * either the job trains on the shipped demo set.
  */
 public final class TrainingJobFactory implements JobFactory {
     static final String JOB_FILE = "job.json";
     static final String CHECKPOINTS = "checkpoints";
     private static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String PREFIX_KEY = "train.data.prefix";
 
     private final DataRoot dataRoot;
     private final Path jobsDir;
@@ -66,7 +68,7 @@ public final class TrainingJobFactory implements JobFactory {
         KdapackConfig config = ConfigLoader.fromDocument(JSON.convertValue(document, new TypeReference<>() {
         }));
         TrainingCorpora corpora = TrainingCorpora.of(config.train().data(),
-                (path, key) -> path == null ? DatasetPaths.trainPrefix(null) : dataRoot.resolve(path, key));
+                (path, key) -> path == null ? DatasetPaths.trainPrefix(null) : dataRoot.dataset(path, key));
         Map<String, Object> record = new LinkedHashMap<>();
         record.put("config", config.toMap());
         record.put("dataset", corpora.toString());
@@ -87,7 +89,16 @@ public final class TrainingJobFactory implements JobFactory {
         JsonNode record = JSON.readTree(file.toFile());
         KdapackConfig config = ConfigLoader.fromDocument(JSON.convertValue(record.get("config"), new TypeReference<>() {
         }));
-        return backend(dir, config, corpora(record));
+        TrainingCorpora recorded = corpora(record);
+        if (config.train().data().prefix() == null && config.train().data().blend() == null) {
+            return backend(dir, config, recorded);
+        }
+        // Checked again: the files may have changed (or the data root moved) since the job was created.
+        List<Path> checked = new ArrayList<>();
+        for (Path prefix : recorded.prefixes()) {
+            checked.add(dataRoot.dataset(prefix.toString(), PREFIX_KEY));
+        }
+        return backend(dir, config, new TrainingCorpora(checked, recorded.weights()));
     }
 
     /** Jobs with a {@code job.json} whose newest complete checkpoint is before their last step. */

@@ -10,7 +10,7 @@ import java.util.List;
  * runs ({@link io.kdapack.api.jobs.TrainingJobFactory} in production).
  *
  * <p>Implementations may block (they read dataset indices); the server calls them off its I/O threads.
- * Dataset paths in a configuration must go through {@link io.kdapack.api.http.DataRoot#resolve}. Errors:
+ * Dataset prefixes in a configuration must go through {@link io.kdapack.api.http.DataRoot#dataset}. Errors:
  * {@link io.kdapack.config.ConfigException} (binding the document with the config module) or
  * {@link io.kdapack.api.http.ApiException} for a bad configuration (400 with the key as field),
  * IllegalArgumentException for anything else the caller got wrong (400).

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.api.http.StrictJson;
 import io.kdapack.training.pipeline.PipelineSettings;
+import io.kdapack.api.http.Route;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -208,6 +209,72 @@ class KdapackServerTest {
             assertTrue(error.has("error") && error.has("field"), response.body());
             assertEquals(200, send(health).statusCode(), "still healthy after " + bad.get(i));
         }
+    }
+
+    /**
+     * Tokens as long as the real one that differ from it in one byte (first, last), in case only, or in every byte;
+     * and the real one cut short or extended by one byte. Each is refused on every endpoint but the health check, so
+     * a check that compared lengths, prefixes or letters without case would fail here.
+     */
+    @Test
+    void aWrongTokenOfTheRightLengthIsRefusedOnEveryEndpoint() throws Exception {
+        startServer();
+        String id = startJob("{\"steps\": 3, \"gated\": true}");
+        List<String> wrongTokens = List.of(
+                "X" + TOKEN.substring(1),
+                TOKEN.substring(0, TOKEN.length() - 1) + "X",
+                TOKEN.toUpperCase(java.util.Locale.ROOT),
+                "x".repeat(TOKEN.length()),
+                TOKEN.substring(0, TOKEN.length() - 1),
+                TOKEN + "0");
+        for (String wrong : wrongTokens) {
+            for (Route route : Route.values()) {
+                if (route == Route.HEALTH) {
+                    continue;
+                }
+                HttpRequest request = endpointRequest(route, id).setHeader("Authorization", "Bearer " + wrong).build();
+                HttpResponse<String> response = send(request);
+                assertEquals(401, response.statusCode(), route + " with token '" + wrong + "': " + response.body());
+                assertEquals("Bearer", response.headers().firstValue("WWW-Authenticate").orElse(null));
+                JsonNode error = Json.MAPPER.readTree(response.body());
+                assertEquals("invalid bearer token", error.get("error").asText());
+                assertEquals("Authorization", error.get("field").asText());
+            }
+        }
+        // Nothing got through: one job, still running at step 0, not cancelled; no second job was created.
+        JsonNode jobs = Json.MAPPER.readTree(send(request("/v1/jobs").build()).body()).get("jobs");
+        assertEquals(1, jobs.size(), jobs::toString);
+        assertEquals("running", status(id).get("state").asText());
+        assertEquals(0, status(id).get("step").asInt());
+        // The real token opens the same request (the refusals were for the token, not the request).
+        HttpResponse<String> cancelled = send(endpointRequest(Route.CANCEL_JOB, id).build());
+        assertEquals(202, cancelled.statusCode(), cancelled.body());
+    }
+
+    /** A request for {@code route} with the real token; {@code id} fills a path's job id. */
+    private HttpRequest.Builder endpointRequest(Route route, String id) {
+        String path = switch (route) {
+            case HEALTH -> "/healthz";
+            case METRICS -> "/metrics";
+            case OPENAPI -> "/openapi.yaml";
+            case LIST_JOBS, CREATE_JOB -> "/v1/jobs";
+            case GET_JOB, CANCEL_JOB -> "/v1/jobs/" + id;
+            case RESUME_JOB -> "/v1/jobs/" + id + "/resume";
+            case JOB_EVENTS -> "/v1/jobs/" + id + "/events";
+            case STEPS -> "/v1/steps";
+        };
+        HttpRequest.BodyPublisher body = HttpRequest.BodyPublishers.ofString(switch (route) {
+            case CREATE_JOB -> "{\"steps\": 1}";
+            case STEPS -> "{\"job\": \"" + id + "\", \"tokens\": [[1]], \"labels\": [[1]], \"loss_mask\": [[1]], "
+                    + "\"segment_ids\": [[1]], \"position_ids\": [[0]]}";
+            default -> "";
+        });
+        HttpRequest.Builder request = request(path).header("Content-Type", "application/json");
+        return switch (route) {
+            case CREATE_JOB, RESUME_JOB, STEPS -> request.POST(body);
+            case CANCEL_JOB -> request.DELETE();
+            default -> request.GET();
+        };
     }
 
     @Test

@@ -73,8 +73,28 @@ class SseSubscribersTest {
         assertEquals("connection closed before the end event", cut.failure());
     }
 
+    /**
+     * The warm-up's synthetic stream (one HTTP chunk per event) parses to its 100 steps, and to what the same events
+     * give the subscribers when a server sends them in one chunk and closes: the same ids, count and CRC.
+     */
     @Test
-    void theWarmUpParsesItsOwnStream() {
-        SseSubscribers.warmUp(); // throws if the parser rejected the synthetic stream
+    void theWarmUpParsesItsOwnStream() throws Exception {
+        SseSubscribers.Stream warm = SseSubscribers.warmUp();
+        assertEquals(1, warm.firstId());
+        assertEquals(100, warm.lastId());
+        assertEquals(100, warm.steps());
+        assertFalse(warm.ended(), "the warm-up stream has no end event");
+        assertEquals(null, warm.failure());
+
+        StringBuilder events = new StringBuilder();
+        for (int step = 1; step <= 100; step++) {
+            events.append("id: ").append(step).append("\nevent: step\ndata: {\"step\":").append(step)
+                    .append(",\"loss\":1.0}\n\n");
+        }
+        SseSubscribers.Stream served = receive(1, events.toString()).getFirst();
+        assertEquals("connection closed before the end event", served.failure());
+        assertEquals(served.steps(), warm.steps());
+        assertEquals(served.lastId(), warm.lastId());
+        assertEquals(served.crc(), warm.crc(), "the same id, event and data lines, whatever the chunking");
     }
 }

@@ -90,6 +90,22 @@ class VarlenTest {
         assertTrue(e.getMessage().contains("padding"), e.getMessage());
     }
 
+    /**
+     * The smallest legal inputs at each boundary (PIT survivors): no sequence over no tokens, rows of length 0, a
+     * fixed-length form of one segment; and segment ids of a bad {@code cu_seqlens} refused by name, not by an index
+     * out of bounds.
+     */
+    @Test
+    void smallestLegalInputsAtEachBoundary() {
+        Varlen.validateCuSeqlens(new int[] {0}, 0);
+        assertArrayEquals(new int[0], Varlen.segmentIdsFromCuSeqlens(new int[] {0}, 0));
+        assertEquals(0, Varlen.fromSegmentIds(new int[0], 2, 0).count(), "B = 2 rows of T = 0 tokens");
+        Segments one = Varlen.fromCuSeqlens(new int[] {0, 5}, 5);
+        assertArrayEquals(new int[] {0, 5}, Varlen.fixedLengthCuSeqlens(one, 1));
+        assertMessage("cu_seqlens must end at T = 3, got cu_seqlens[1] = 5",
+                () -> Varlen.segmentIdsFromCuSeqlens(new int[] {0, 5}, 3));
+    }
+
     static void assertMessage(String expected, Runnable action) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, action::run);
         assertEquals(expected, e.getMessage());

@@ -111,6 +111,50 @@ class CrossEntropyTest {
         assertTrue(e.getMessage().contains("row 0"), e.getMessage());
     }
 
+    /**
+     * The gradient buffer is overwritten, not added to: a reused buffer full of NaN comes back with zero rows for the
+     * tokens of weight 0 and the softmax rows elsewhere (PIT survivor: the zero fill of masked rows removed).
+     */
+    @Test
+    void backwardOverwritesAReusedBufferMaskedRowsIncluded() {
+        float[] logits = {0.5f, -1f, 2f, 1f, 1f, 1f};
+        int[] labels = {2, 0};
+        CrossEntropy.Result r = CrossEntropy.forward(logits, labels, 3);
+        float[] grad = new float[6];
+        java.util.Arrays.fill(grad, Float.NaN);
+        CrossEntropy.backward(logits, labels, 3, r.logSumExp(), new double[] {0, 0.5}, grad);
+        assertArrayEquals(new float[] {0, 0, 0}, java.util.Arrays.copyOfRange(grad, 0, 3), "weight 0: a zero row");
+        // Uniform logits: softmax 1/3 each; the label's entry minus 1; all times the weight ½.
+        assertArrayEquals(new float[] {(float) (0.5 * (1.0 / 3 - 1)), (float) (0.5 / 3), (float) (0.5 / 3)},
+                java.util.Arrays.copyOfRange(grad, 3, 6), 1e-7f);
+    }
+
+    /** Every argument of the wrong length or range is refused by name with the numbers (PIT survivors). */
+    @Test
+    void rejectsBadShapesNamingTheArgument() {
+        float[] logits = new float[12];
+        int[] labels = {0, 1, 2};
+        double[] lse = new double[3];
+        assertMessage("vocab must be > 0, got 0", () -> CrossEntropy.forward(new float[0], new int[0], 0));
+        assertMessage("logits: 11 values, expected T·V = 3·4 = 12", () -> CrossEntropy.forward(new float[11], labels, 4));
+        assertMessage("loss: length 2, expected 3", () -> CrossEntropy.forward(logits, labels, 4, 0, 3,
+                new CrossEntropy.Result(new double[2], new double[3])));
+        assertMessage("logSumExp: length 4, expected 3", () -> CrossEntropy.forward(logits, labels, 4, 0, 3,
+                new CrossEntropy.Result(new double[3], new double[4])));
+        assertMessage("token range [0, 4) outside [0, 3)", () -> CrossEntropy.backward(logits, labels, 4, lse,
+                new double[3], new float[12], 0, 4));
+        assertMessage("logSumExp: length 2, expected 3", () -> CrossEntropy.backward(logits, labels, 4, new double[2],
+                new double[3], new float[12]));
+        assertMessage("tokenWeights: length 4, expected 3", () -> CrossEntropy.backward(logits, labels, 4, lse,
+                new double[4], new float[12]));
+        assertMessage("gradLogits: length 11, expected 12", () -> CrossEntropy.backward(logits, labels, 4, lse,
+                new double[3], new float[11]));
+    }
+
+    private static void assertMessage(String expected, Runnable action) {
+        assertEquals(expected, assertThrows(IllegalArgumentException.class, action::run).getMessage());
+    }
+
     private static double objective(float[] logits, int[] labels, int vocab, double[] weights) {
         double[] loss = CrossEntropy.forward(logits, labels, vocab).loss();
         double total = 0;

@@ -125,6 +125,56 @@ class MlaAttentionTest {
         }
     }
 
+    /**
+     * Documents side by side with no padding between them (lengths 5, 7, 1, 3): a mask off by one token at a
+     * boundary would let a document's first query see the previous document's last key, which padding between
+     * documents hides. Each document's output, input gradient and share of the weight gradients equal its run alone
+     * (1e-6 / 1e-5 relative: only the accumulation order of matrix products over tokens differs).
+     */
+    @Test
+    void documentsSideBySideEqualEachDocumentAlone() {
+        int[] starts = {0, 5, 12, 13};
+        int[] ends = {5, 12, 13, 16};
+        int tokens = 16;
+        int[] positions = new int[tokens];
+        for (int d = 0; d < starts.length; d++) {
+            for (int t = starts[d]; t < ends[d]; t++) {
+                positions[t] = t - starts[d];
+            }
+        }
+        MlaAttention packedLayer = randomLayer(6, 4);
+        Random random = new Random(9);
+        float[] x = GradCheck.normal(random, tokens * HIDDEN, 1);
+        float[] dy = GradCheck.normal(random, tokens * HIDDEN, 1);
+        MlaAttention.Saved saved = packedLayer.forward(x, new Segments(tokens, starts, ends), positions);
+        float[] dx = packedLayer.backward(saved, dy);
+
+        MlaAttention aloneLayer = randomLayer(6, 4);
+        List<Parameter> aloneParams = aloneLayer.parameters();
+        float[][] gradSum = new float[aloneParams.size()][];
+        for (int d = 0; d < starts.length; d++) {
+            int length = ends[d] - starts[d];
+            int from = starts[d] * HIDDEN;
+            int to = ends[d] * HIDDEN;
+            aloneParams.forEach(Parameter::zeroGrad);
+            MlaAttention.Saved alone = aloneLayer.forward(Arrays.copyOfRange(x, from, to),
+                    new Segments(length, new int[] {0}, new int[] {length}), Arrays.copyOfRange(positions, starts[d], ends[d]));
+            float[] dxAlone = aloneLayer.backward(alone, Arrays.copyOfRange(dy, from, to));
+            assertClose("y of document " + d, alone.output(), Arrays.copyOfRange(saved.output(), from, to), 1e-6);
+            assertClose("dx of document " + d, dxAlone, Arrays.copyOfRange(dx, from, to), 1e-6);
+            for (int i = 0; i < aloneParams.size(); i++) {
+                gradSum[i] = gradSum[i] == null ? new float[aloneParams.get(i).size()] : gradSum[i];
+                for (int j = 0; j < gradSum[i].length; j++) {
+                    gradSum[i][j] += aloneParams.get(i).grads()[j];
+                }
+            }
+        }
+        List<Parameter> params = packedLayer.parameters();
+        for (int i = 0; i < params.size(); i++) {
+            assertClose(params.get(i).name(), params.get(i).grads(), gradSum[i], 1e-5);
+        }
+    }
+
     @Test
     void resultsDoNotDependOnThreadCount() throws Exception {
         MlaAttention mla = randomLayer(6, 6);

@@ -9,7 +9,10 @@ import io.kdapack.data.indexed.IndexedDataset;
 import java.io.IOException;
 import org.junit.jupiter.api.Test;
 
-/** The padding sample and misuse: wrong ids, wrong buffers, indices of another corpus. */
+/**
+ * The padding sample, the split against a sample worked out by hand, and misuse: wrong ids, wrong buffers, indices of
+ * another corpus.
+ */
 class GptSampleAssemblerTest {
     private static final GptIndexConfig CONFIG = new GptIndexConfig(32, 1234, "98,2,0", DatasetSplit.TRAIN, 64L, true,
             true);
@@ -69,6 +72,32 @@ class GptSampleAssemblerTest {
         assertThrows(IllegalArgumentException.class, () -> GptSampleAssembler.split(new int[32], 0, options, split));
         assertThrows(IllegalArgumentException.class, () -> GptSampleAssembler.split(new int[33], 0,
                 new SampleOptions(999, 998, true, true, true, true), split));
+    }
+
+    /**
+     * The split of one raw text worked out by hand from the Megatron README (section 4), not from the code: L = 8,
+     * x = 1, EOD 9, pad 8, two documents then padding. Masks and positions come from the inputs as read; then labels
+     * equal to the pad leave the loss and pads become 0. Our segment ids put padding in segment 0, Megatron's
+     * attention segments keep it in the segment after the last EOD.
+     */
+    @Test
+    void splitFollowsMegatronsRulesOnAHandWorkedSample() {
+        int[] raw = {5, 7, 9, 3, 4, 9, 8, 8, 8};
+        GptSample out = new GptSample(8, 1);
+
+        GptSampleAssembler.split(raw, 6, new SampleOptions(9, 8, true, true, true, false), out);
+        assertArrayEquals(new int[] {5, 7, 9, 3, 4, 9, 0, 0}, out.tokens());
+        assertArrayEquals(new int[] {7, 9, 3, 4, 9, 0, 0, 0}, out.labels());
+        assertArrayEquals(new float[] {1, 1, 0, 1, 1, 0, 0, 0}, out.lossMask(), "EOD inputs and pad labels masked");
+        assertArrayEquals(new int[] {0, 1, 2, 0, 1, 2, 0, 1}, out.positionIds(), "restart after each input EOD");
+        assertArrayEquals(new int[] {1, 1, 1, 2, 2, 2, 3, 3}, out.attentionSegmentIds());
+        assertArrayEquals(new int[] {1, 1, 1, 2, 2, 2, 0, 0}, out.segmentIds());
+
+        GptSampleAssembler.split(raw, 6, new SampleOptions(9, 8, false, false, false, false), out);
+        assertArrayEquals(new float[] {1, 1, 1, 1, 1, 0, 0, 0}, out.lossMask(), "without eod_mask_loss: pad labels only");
+        assertArrayEquals(new int[] {0, 1, 2, 3, 4, 5, 6, 7}, out.positionIds());
+        assertArrayEquals(new int[] {1, 1, 1, 1, 1, 1, 1, 1}, out.attentionSegmentIds());
+        assertArrayEquals(new int[] {1, 1, 1, 1, 1, 1, 0, 0}, out.segmentIds());
     }
 
     @Test

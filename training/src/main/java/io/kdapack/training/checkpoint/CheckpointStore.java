@@ -226,8 +226,9 @@ public final class CheckpointStore {
         } catch (IOException e) {
             throw new IOException(file + ": unreadable state: " + e.getMessage(), e);
         }
-        if (root == null || !FORMAT.equals(root.path("format").asText())) {
-            throw new IOException(file + ": format: expected '" + FORMAT + "', found " + (root == null ? "nothing" : root.get("format")));
+        boolean empty = root == null || root.isMissingNode(); // Jackson reads an empty file as a missing node
+        if (empty || !FORMAT.equals(root.path("format").asText())) {
+            throw new IOException(file + ": format: expected '" + FORMAT + "', found " + (empty ? "nothing" : root.get("format")));
         }
         for (String field : List.of("step", "consumed_samples")) {
             if (!root.path(field).canConvertToLong() || !root.path(field).isIntegralNumber()) {

@@ -144,6 +144,70 @@ class CheckpointStoreTest {
         assertEquals(List.of(root.resolve("step-00000003"), root.resolve("step-00000004")), store.checkpoints());
     }
 
+    /** A failure after any of the three files leaves the previous checkpoint latest and nothing behind (PIT). */
+    @Test
+    void aFailureAfterAnyFileLeavesThePreviousCheckpointLatest(@TempDir Path root) throws Exception {
+        new CheckpointStore(root).save(checkpointAt(1));
+        for (String failAfter : List.of(CheckpointStore.MODEL_FILE, CheckpointStore.OPTIMIZER_FILE,
+                CheckpointStore.STATE_FILE)) {
+            CheckpointStore crashing = new CheckpointStore(root, stage -> {
+                if (stage.equals(failAfter)) {
+                    throw new IOException("failed after " + failAfter);
+                }
+            });
+            assertEquals("failed after " + failAfter,
+                    assertThrows(IOException.class, () -> crashing.save(checkpointAt(2))).getMessage());
+            assertEquals(Optional.of(root.resolve("step-00000001")), new CheckpointStore(root).latest(), failAfter);
+            assertEquals(List.of("latest", "step-00000001"), entries(root), "nothing left after " + failAfter);
+        }
+    }
+
+    /** prune(1) keeps exactly the newest; a complete copy under another name is no checkpoint (PIT survivors). */
+    @Test
+    void pruneToOneAndDirectoriesOfOtherNamesAreIgnored(@TempDir Path root) throws Exception {
+        CheckpointStore store = new CheckpointStore(root);
+        assertEquals(root, store.root());
+        for (long step = 1; step <= 3; step++) {
+            store.save(checkpointAt(step));
+        }
+        Path copy = Files.createDirectory(root.resolve("backup-of-step-3"));
+        try (var files = Files.list(root.resolve("step-00000003"))) {
+            for (Path file : files.toList()) {
+                Files.copy(file, copy.resolve(file.getFileName()));
+            }
+        }
+        store.prune(1);
+        assertEquals(List.of(root.resolve("step-00000003")), store.checkpoints());
+        assertTrue(Files.isDirectory(copy), "prune leaves what is not a checkpoint");
+    }
+
+    /** A fresh run's state (step 0, nothing consumed) is legal; negative counts are refused by name (PIT). */
+    @Test
+    void trainingStateAcceptsZeroAndRefusesNegativeCounts() {
+        assertEquals(0, new TrainingState(0, 0, "cfg", Map.of()).step());
+        assertEquals("step must be >= 0, got -1", assertThrows(IllegalArgumentException.class,
+                () -> new TrainingState(-1, 0, "cfg", Map.of())).getMessage());
+        assertEquals("consumedSamples must be >= 0, got -1", assertThrows(IllegalArgumentException.class,
+                () -> new TrainingState(0, -1, "cfg", Map.of())).getMessage());
+    }
+
+    /** Optimizer moments without a weight of their size are refused, naming the weight (PIT: no coverage before). */
+    @Test
+    void optimizerStateMustMatchTheWeights() {
+        Checkpoint good = checkpointAt(1);
+        TrainingState state = good.state();
+        var missing = new io.kdapack.core.optim.AdamWState(1, Map.of("nope.weight", new float[2]),
+                Map.of("nope.weight", new float[2]));
+        assertEquals("optimizer state for 'nope.weight' (2 elements) has no weight of that size (missing)",
+                assertThrows(IllegalArgumentException.class, () -> new Checkpoint(state, good.weights(), missing))
+                        .getMessage());
+        var wrongSize = new io.kdapack.core.optim.AdamWState(1, Map.of("model.norm.weight", new float[2]),
+                Map.of("model.norm.weight", new float[2]));
+        assertEquals("optimizer state for 'model.norm.weight' (2 elements) has no weight of that size (3 elements)",
+                assertThrows(IllegalArgumentException.class, () -> new Checkpoint(state, good.weights(), wrongSize))
+                        .getMessage());
+    }
+
     @Test
     void emptyOrMissingRootHasNoLatest(@TempDir Path root) throws Exception {
         assertEquals(Optional.empty(), new CheckpointStore(root.resolve("absent")).latest());
@@ -159,6 +223,10 @@ class CheckpointStoreTest {
         Files.writeString(dir.resolve(CheckpointStore.STATE_FILE), "not json");
         e = assertThrows(IOException.class, () -> CheckpointStore.load(dir));
         assertTrue(e.getMessage().contains("state.json: unreadable state"), e.getMessage());
+        Files.writeString(dir.resolve(CheckpointStore.STATE_FILE), "");
+        e = assertThrows(IOException.class, () -> CheckpointStore.load(dir));
+        assertTrue(e.getMessage().contains("state.json: format: expected 'kdapack-checkpoint-v1', found nothing"),
+                e.getMessage());
     }
 
     @Test
