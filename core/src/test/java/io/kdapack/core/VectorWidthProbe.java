@@ -1,9 +1,5 @@
 package io.kdapack.core;
 
-import io.kdapack.config.KdaConfig;
-import io.kdapack.config.MlaConfig;
-import io.kdapack.config.ModelConfig;
-import io.kdapack.config.MtpConfig;
 import io.kdapack.core.conv.Activation;
 import io.kdapack.core.conv.ShortConv;
 import io.kdapack.core.conv.ShortConvGradients;
@@ -20,8 +16,12 @@ import io.kdapack.core.linalg.ExpKernels;
 import io.kdapack.core.linalg.Gemm;
 import io.kdapack.core.linalg.VectorWidth;
 import io.kdapack.core.model.HybridModel;
+import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
+import io.kdapack.core.model.MlaConfig;
+import io.kdapack.core.model.ModelConfig;
+import io.kdapack.core.model.MtpConfig;
 import io.kdapack.core.nn.Parameter;
 import io.kdapack.core.optim.AdamW;
 import io.kdapack.core.optim.AdamWOptions;
@@ -216,7 +216,7 @@ public final class VectorWidthProbe {
      */
     private void model(String name, long seed) {
         ModelConfig config = new ModelConfig(23, 20, 2, 2, 37, 1e-6, false, new KdaConfig(1, 3, 12, 4, null, 1e-5),
-                new MlaConfig(2, 7, 9, 5, 4, 6, 10000.0), new MtpConfig(1, 0.1));
+                new MlaConfig(2, 7, 9, 5, 4, 6, 10000.0), new MtpConfig(1, 0.1), null);
         HybridModel model = new HybridModel(config, new KdaChunked(2), true);
         model.initialize(seed);
         Random rnd = new Random(seed);

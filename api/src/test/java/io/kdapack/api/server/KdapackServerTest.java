@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.api.http.Route;
 import io.kdapack.api.http.StrictJson;
 import io.kdapack.training.pipeline.PipelineSettings;
-import io.kdapack.api.http.Route;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -236,13 +236,13 @@ class KdapackServerTest {
                 HttpResponse<String> response = send(request);
                 assertEquals(401, response.statusCode(), route + " with token '" + wrong + "': " + response.body());
                 assertEquals("Bearer", response.headers().firstValue("WWW-Authenticate").orElse(null));
-                JsonNode error = Json.MAPPER.readTree(response.body());
+                JsonNode error = StrictJson.MAPPER.readTree(response.body());
                 assertEquals("invalid bearer token", error.get("error").asText());
                 assertEquals("Authorization", error.get("field").asText());
             }
         }
         // Nothing got through: one job, still running at step 0, not cancelled; no second job was created.
-        JsonNode jobs = Json.MAPPER.readTree(send(request("/v1/jobs").build()).body()).get("jobs");
+        JsonNode jobs = StrictJson.MAPPER.readTree(send(request("/v1/jobs").build()).body()).get("jobs");
         assertEquals(1, jobs.size(), jobs::toString);
         assertEquals("running", status(id).get("state").asText());
         assertEquals(0, status(id).get("step").asInt());
@@ -262,6 +262,8 @@ class KdapackServerTest {
             case RESUME_JOB -> "/v1/jobs/" + id + "/resume";
             case JOB_EVENTS -> "/v1/jobs/" + id + "/events";
             case STEPS -> "/v1/steps";
+            case COMPLETIONS -> "/v1/completions";
+            case MODELS -> "/v1/models";
         };
         HttpRequest.BodyPublisher body = HttpRequest.BodyPublishers.ofString(switch (route) {
             case CREATE_JOB -> "{\"steps\": 1}";

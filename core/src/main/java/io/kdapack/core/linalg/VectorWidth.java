@@ -3,7 +3,6 @@ package io.kdapack.core.linalg;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
-import org.slf4j.LoggerFactory;
 
 /**
  * The vector species of every CPU kernel, and the one horizontal sum they use, in an order fixed by the length of
@@ -48,8 +47,8 @@ public final class VectorWidth {
             return preferred;
         }
         VectorSpecies<Float> chosen = lanes > PARTIALS ? FloatVector.SPECIES_512 : FloatVector.SPECIES_128;
-        LoggerFactory.getLogger(VectorWidth.class).info("the CPU's preferred vector holds {} floats; the kernels use "
-                + "{} (their fixed-order sums need 4 to {})", lanes, chosen.length(), PARTIALS);
+        System.getLogger(VectorWidth.class.getName()).log(System.Logger.Level.INFO, "the CPU''s preferred vector holds "
+                + "{0} floats; the kernels use {1} (their fixed-order sums need 4 to {2})", lanes, chosen.length(), PARTIALS);
         return chosen;
     }
 
