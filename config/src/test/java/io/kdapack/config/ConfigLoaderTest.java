@@ -111,7 +111,7 @@ class ConfigLoaderTest {
         assertEquals("KDAPACK_MODEL_KDA_NUM_V_HEADS", ConfigLoader.environmentVariable("model.kda.num_v_heads"));
         List<String> keys = ConfigLoader.keys();
         assertEquals(keys.size(), new HashSet<>(keys.stream().map(ConfigLoader::environmentVariable).toList()).size());
-        assertEquals(55, keys.size());
+        assertEquals(63, keys.size());
     }
 
     @Test
@@ -208,7 +208,11 @@ class ConfigLoaderTest {
                 Map.entry("train.checkpoint.dir", ""), Map.entry("train.checkpoint.interval", -1), Map.entry("server.host", ""),
                 Map.entry("server.port", 70000), Map.entry("server.token", "a b"), Map.entry("server.token_file", ""),
                 Map.entry("server.max_body_bytes", 0), Map.entry("server.data_root", ""),
-                Map.entry("server.event_batch_ms", -1));
+                Map.entry("server.event_batch_ms", -1), Map.entry("server.memory_budget", -1),
+                Map.entry("server.max_running_jobs", 0), Map.entry("server.max_queued_jobs", -1),
+                Map.entry("server.max_connections", 0), Map.entry("server.max_connections_per_address", 0),
+                Map.entry("server.idle_timeout_ms", 99), Map.entry("server.request_timeout_ms", 0),
+                Map.entry("server.max_step_tokens", 0));
         assertEquals(ConfigRules.RULES.keySet(), bad.keySet(), "every rule has a bad value here");
         assertTrue(ConfigLoader.keys().containsAll(ConfigRules.RULES.keySet()), "every rule names a real key");
         bad.forEach((key, value) -> expect(key, value, ConfigRules.RULES.get(key).allowed()));

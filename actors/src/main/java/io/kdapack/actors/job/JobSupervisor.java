@@ -153,6 +153,8 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
             batchSegmenter = backend.segmenter();
         } catch (RuntimeException e) {
             return finish(JobState.FAILED, "starting the pipeline failed: " + e.getMessage());
+        } catch (OutOfMemoryError e) { // the dataset's sample order did not fit: this job fails, nothing else
+            return finish(JobState.FAILED, new JobOutOfMemory("starting the pipeline", e).getMessage());
         }
         var loader = context.spawn(Loader.create(samples, step * microBatches), "loader", pipeline);
         segmenter = context.spawn(Segmenter.create(batchSegmenter, loader, settings.prefetch(),
@@ -242,6 +244,9 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
 
     private Behavior<Command> onStageFailed(ChildFailed failed) {
         Throwable cause = failed.getCause();
+        if (cause instanceof JobOutOfMemory) {
+            return finish(JobState.FAILED, cause.getMessage() + " [" + failed.getRef().path().name() + " stage]");
+        }
         String message = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
         return finish(JobState.FAILED, failed.getRef().path().name() + " stage failed: " + message);
     }

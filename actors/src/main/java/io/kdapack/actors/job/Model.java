@@ -112,7 +112,8 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     private Behavior<Command> onRestore(Restore restore) throws Exception {
-        restore.replyTo().tell(new Restored(compute().restoreLatestCheckpoint()));
+        restore.replyTo().tell(new Restored(JobOutOfMemory.guard("restoring the checkpoint",
+                () -> compute().restoreLatestCheckpoint())));
         return this;
     }
 
@@ -148,7 +149,9 @@ public final class Model extends AbstractBehavior<Model.Command> {
             pullNext();
             return this;
         }
-        List<MicroBatchLoss> losses = compute.forwardBackward(List.copyOf(stepBatches));
+        List<MicroBatch> batches = List.copyOf(stepBatches);
+        List<MicroBatchLoss> losses = JobOutOfMemory.guard("in forward/backward of step " + current.step(),
+                () -> compute.forwardBackward(batches));
         if (losses.size() != current.microBatches()) {
             throw new IllegalStateException("forwardBackward returned " + losses.size() + " losses for "
                     + current.microBatches() + " micro-batches");
@@ -164,7 +167,8 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     private Behavior<Command> onApplyOptimizer(ApplyOptimizer apply) throws Exception {
-        apply.replyTo().tell(new Applied(apply.loss().step(), compute().optimizerStep(apply.loss())));
+        apply.replyTo().tell(new Applied(apply.loss().step(), JobOutOfMemory.guard("in the optimizer step",
+                () -> compute().optimizerStep(apply.loss()))));
         inStep = false;
         while (!waitingEvaluations.isEmpty()) {
             evaluate(waitingEvaluations.remove());
@@ -174,7 +178,10 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     private Behavior<Command> onSaveCheckpoint(SaveCheckpoint save) throws Exception {
-        compute().saveCheckpoint(save.step());
+        JobOutOfMemory.guard("saving the checkpoint", () -> {
+            compute().saveCheckpoint(save.step());
+            return null;
+        });
         save.replyTo().tell(new Saved(save.step()));
         return this;
     }
@@ -196,6 +203,10 @@ public final class Model extends AbstractBehavior<Model.Command> {
     private void evaluate(Evaluate evaluate) {
         try {
             evaluate.replyTo().tell(StatusReply.success(compute().evaluate(evaluate.batch())));
+        } catch (OutOfMemoryError e) {
+            // The batch's allocations are garbage now; the job's own state is untouched, so it trains on.
+            evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.BUSY,
+                    "out of memory evaluating the batch (" + e.getMessage() + "); send a smaller one")));
         } catch (Exception e) {
             evaluate.replyTo().tell(StatusReply.error(e.getMessage() == null ? e.toString() : e.getMessage()));
         }
@@ -203,7 +214,7 @@ public final class Model extends AbstractBehavior<Model.Command> {
 
     private StepCompute compute() throws Exception {
         if (compute == null) {
-            compute = backend.createCompute();
+            compute = JobOutOfMemory.guard("building the model", backend::createCompute);
         }
         return compute;
     }

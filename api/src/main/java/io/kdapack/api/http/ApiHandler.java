@@ -3,6 +3,7 @@ package io.kdapack.api.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
+import io.kdapack.actors.job.JobOutOfMemory;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.pipeline.BatchLoss;
 import io.kdapack.core.loss.LossReport;
@@ -138,7 +139,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
             throw ApiException.badRequest("job id must match " + JobManager.JOB_ID.pattern(), "id");
         }
         return switch (request.match().route()) {
-            case HEALTH -> reply(Responses.json(HttpResponseStatus.OK, Map.of("status", "ok")));
+            case HEALTH -> jobs.capacity().thenApply(ApiHandler::health);
             case OPENAPI -> reply(Responses.bytes(HttpResponseStatus.OK, "application/yaml", openApi));
             case METRICS -> jobs.list().thenApply(list ->
                     new Reply(Responses.text(HttpResponseStatus.OK, PROMETHEUS_TEXT, metrics.scrape(list))));
@@ -181,6 +182,22 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                         new Reply(Responses.json(HttpResponseStatus.OK, lossJson(job, loss))));
             }
         };
+    }
+
+    /** 200 {@code ok} while a new job would be accepted, else 503 {@code not ready} with the reason. */
+    private static Outcome health(JobManager.Capacity capacity) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("status", capacity.canTakeWork() ? "ok" : "not ready");
+        if (!capacity.canTakeWork()) {
+            body.put("reason", capacity.shuttingDown() ? "the server is shutting down"
+                    : "every job slot (server.max_running_jobs = " + capacity.admission().maxRunning()
+                            + ") and queue place (server.max_queued_jobs = " + capacity.admission().maxQueued()
+                            + ") is taken");
+        }
+        body.put("running_jobs", capacity.running());
+        body.put("queued_jobs", capacity.queued());
+        return new Reply(Responses.json(capacity.canTakeWork() ? HttpResponseStatus.OK
+                : HttpResponseStatus.SERVICE_UNAVAILABLE, body));
     }
 
     private static CompletionStage<Outcome> reply(FullHttpResponse response) {
@@ -233,7 +250,13 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private Reply jobList(List<JobHandle> handles) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("jobs", handles.stream().map(handle -> statusJson(handle.status())).toList());
-        body.put("resumable", jobs.unfinishedJobs());
+        // Offered for resume: jobs on disk that are not running or waiting here and did not run out of memory.
+        Map<String, JobStatus> known = new LinkedHashMap<>();
+        handles.forEach(handle -> known.put(handle.status().id(), handle.status()));
+        body.put("resumable", jobs.unfinishedJobs().stream().filter(id -> {
+            JobStatus status = known.get(id);
+            return status == null || status.state().isResumable() && !JobOutOfMemory.describes(status.error());
+        }).toList());
         return new Reply(Responses.json(HttpResponseStatus.OK, body));
     }
 

@@ -108,7 +108,21 @@ public final class TrainingJobFactory implements JobFactory {
     }
 
     private TrainingBackend backend(Path dir, KdapackConfig config, Path dataset) {
-        return new TrainerBackend(config, models, dataset, dir.resolve(CHECKPOINTS));
+        return new EstimatedBackend(new TrainerBackend(config, models, dataset, dir.resolve(CHECKPOINTS)),
+                JobMemoryModel.estimate(config, dataset));
+    }
+
+    /** Removes the directory of a job that {@link #create} made but the server did not accept. */
+    @Override
+    public void discard(String jobId) throws IOException {
+        Path dir = jobDir(jobId);
+        if (Files.isDirectory(dir)) {
+            try (Stream<Path> files = Files.walk(dir)) {
+                for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.delete(file);
+                }
+            }
+        }
     }
 
     private Path jobDir(String jobId) {

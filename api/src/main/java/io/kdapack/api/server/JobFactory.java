@@ -27,6 +27,10 @@ public interface JobFactory {
     /** Jobs found on disk that have not finished (for example after a restart); they can be resumed. */
     List<String> unfinishedJobs();
 
+    /** Forgets a job that {@link #create} built but the server refused (its files, if any); nothing by default. */
+    default void discard(String jobId) throws Exception {
+    }
+
     /** The factory of a server without a training backend: every job request is refused with a clear reason. */
     static JobFactory unavailable() {
         return new JobFactory() {

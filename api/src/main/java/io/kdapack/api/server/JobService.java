@@ -4,6 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.EvaluationRefused;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
+import io.kdapack.actors.job.JobOutOfMemory;
+import io.kdapack.actors.job.JobRefused;
+import org.slf4j.LoggerFactory;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.pipeline.BatchLoss;
@@ -56,7 +59,7 @@ public final class JobService {
     public CompletionStage<JobStatus> create(JsonNode config) {
         String id = "j" + HexFormat.of().formatHex(nextId());
         return CompletableFuture.supplyAsync(() -> build(() -> factory.create(id, config)), blocking)
-                .thenCompose(backend -> start(id, backend));
+                .thenCompose(backend -> start(id, backend, true));
     }
 
     /** Starts a new run of a job that is not running, from its newest checkpoint. */
@@ -65,10 +68,15 @@ public final class JobService {
             if (handle.isPresent() && !handle.get().status().state().isResumable()) {
                 JobState state = handle.get().status().state();
                 throw ApiException.conflict("job " + id + (state.isTerminal()
-                        ? " has " + state.name().toLowerCase() + "; nothing to resume" : " is running"));
+                        ? " has " + state.name().toLowerCase() + "; nothing to resume"
+                        : " is " + state.name().toLowerCase()));
+            }
+            if (handle.isPresent() && JobOutOfMemory.describes(handle.get().status().error())) {
+                throw ApiException.conflict("job " + id + " ran out of memory; resuming it would again: "
+                        + handle.get().status().error());
             }
             return CompletableFuture.supplyAsync(() -> build(() -> factory.resume(id)), blocking)
-                    .thenCompose(backend -> start(id, backend));
+                    .thenCompose(backend -> start(id, backend, false));
         });
     }
 
@@ -135,14 +143,44 @@ public final class JobService {
         return AskPattern.ask(manager, JobManager.StopAll::new, within, scheduler);
     }
 
-    private CompletionStage<JobStatus> start(String id, TrainingBackend backend) {
+    /** @param newJob the job's files were made for this request: remove them if the manager refuses it */
+    private CompletionStage<JobStatus> start(String id, TrainingBackend backend, boolean newJob) {
         return this.<StatusReply<JobStatus>>ask(replyTo -> new JobManager.StartJob(id, backend, replyTo))
-                .thenApply(reply -> {
+                .thenApplyAsync(reply -> {
                     if (reply.isError()) {
-                        throw ApiException.conflict(reply.getError().getMessage());
+                        if (newJob) {
+                            discard(id);
+                        }
+                        throw startError(reply.getError());
                     }
                     return reply.getValue();
-                });
+                }, blocking);
+    }
+
+    /** 400 for a job too large for the memory budget, 429 when every slot and queue place is taken, else 409. */
+    private static ApiException startError(Throwable error) {
+        if (error instanceof JobRefused refused) {
+            return switch (refused.reason()) {
+                case TOO_LARGE -> ApiException.badRequest(refused.getMessage(), refused.field());
+                case FULL -> new ApiException(HttpResponseStatus.TOO_MANY_REQUESTS, refused.getMessage(), null);
+                case CONFLICT -> ApiException.conflict(refused.getMessage());
+            };
+        }
+        return ApiException.conflict(error.getMessage());
+    }
+
+    /** Whether the server can take a new job now (readiness), and why not. */
+    public CompletionStage<JobManager.Capacity> capacity() {
+        return ask(JobManager.GetCapacity::new);
+    }
+
+    private void discard(String id) {
+        try {
+            factory.discard(id);
+        } catch (Exception e) {
+            LoggerFactory.getLogger(JobService.class).warn("could not remove the files of refused job {}: {}", id,
+                    e.toString());
+        }
     }
 
     private <T> CompletionStage<T> ask(Function<ActorRef<T>, JobManager.Command> message) {

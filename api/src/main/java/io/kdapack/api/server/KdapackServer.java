@@ -1,5 +1,6 @@
 package io.kdapack.api.server;
 
+import io.kdapack.actors.job.Admission;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.api.http.HttpApiInitializer;
 import io.kdapack.api.http.HttpApiServer;
@@ -53,13 +54,19 @@ public final class KdapackServer implements AutoCloseable {
         // Pekko's timer wheel ticks whether or not a timeout is due: at its default 10 ms, about 1 % of a core on
         // this 2-core VM, idle or not, and a wakeup on a trainer's core 100 times a second. The server's timeouts
         // are 0.3 s and more, so 100 ms ticks (a timeout fires up to one tick late) lose nothing.
+        // A job that runs out of heap fails alone: its stages turn OutOfMemoryError into an ordinary failure
+        // (JobOutOfMemory) before Pekko sees it. A fatal error anywhere else leaves the process in an unknown state,
+        // so Pekko's exit on it stays on, stated here rather than left to the default.
         Config config = ConfigFactory.parseString("""
                         pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
                         pekko.scheduler.tick-duration = 100ms
+                        pekko.jvm-exit-on-fatal-error = on
                         """)
                 .withFallback(ConfigFactory.load());
-        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished()), "kdapack",
-                config);
+        ServerLimits limits = settings.limits();
+        var admission = new Admission(limits.memoryBudget(), limits.maxRunningJobs(), limits.maxQueuedJobs());
+        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished(), admission),
+                "kdapack", config);
         ExecutorService factoryCalls = Executors.newFixedThreadPool(2, Thread.ofPlatform().name("job-factory-", 0)
                 .daemon(true).factory());
         try {
