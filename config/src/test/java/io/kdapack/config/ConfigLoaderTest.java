@@ -182,6 +182,15 @@ class ConfigLoaderTest {
         expect("train.optimizer.lr", "NaN", "expected a number > 0");
         expect("train.data.split", true, "expected a string");
         expect("model.hidden_size", 1L << 40, "expected an integer >= 1");
+        // A document has types: text where a number belongs (or the reverse) is refused, not coerced.
+        expect("train.steps", "3", "expected an integer >= 1");
+        expect("train.isolation", "true", "expected true or false");
+        expect("train.data.prefix", 123, "expected a string");
+        ConfigException huge = assertThrows(ConfigException.class, () -> ConfigLoader.fromDocument(
+                Map.of("train", Map.of("data", Map.of("prefix", 7, "unknown_" + "x".repeat(100_000), "y".repeat(100_000))))));
+        assertTrue(huge.getMessage().length() < 1000, "quoted keys and values are truncated: "
+                + huge.getMessage().length() + " characters");
+        assertTrue(huge.getMessage().contains("… (100000 characters)"), huge.getMessage());
         ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.fromDocument(Map.of("model", 5)));
         assertEquals("model", e.key());
         assertTrue(e.getMessage().contains("expected a section (mapping) with keys vocab_size, hidden_size"), e.getMessage());
