@@ -50,6 +50,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final byte[] openApi;
     private final SseFrames.Registry frames;
     private final Duration eventBatch;
+    private final int maxStepTokens;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -69,10 +70,14 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                            String lastEventId) {
     }
 
-    /** @param eventBatch shortest time between two sends on one event stream ({@link EventStreamHandler}) */
+    /**
+     * @param eventBatch    shortest time between two sends on one event stream ({@link EventStreamHandler})
+     * @param maxStepTokens largest {@code POST /v1/steps} batch, B·T tokens
+     */
     public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
-                      Duration eventBatch) {
+                      Duration eventBatch, int maxStepTokens) {
         this.jobs = jobs;
+        this.maxStepTokens = maxStepTokens;
         this.frames = frames;
         this.metrics = metrics;
         this.openApi = openApi;
@@ -177,6 +182,11 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                     StepsRequest steps = StepsRequest.fromJson(request.body());
                     batch = steps.toBatch();
                     job = steps.job();
+                }
+                if (batch.size() > maxStepTokens) {
+                    throw ApiException.badRequest("the batch has " + batch.rows() + " x " + batch.length() + " = "
+                            + batch.size() + " tokens, more than server.max_step_tokens (" + maxStepTokens + ")",
+                            "tokens");
                 }
                 yield jobs.evaluate(job, batch).thenApply(loss ->
                         new Reply(Responses.json(HttpResponseStatus.OK, lossJson(job, loss))));

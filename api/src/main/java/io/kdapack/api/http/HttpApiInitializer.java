@@ -1,6 +1,7 @@
 package io.kdapack.api.http;
 
 import io.kdapack.api.server.JobService;
+import io.kdapack.api.server.ServerLimits;
 import io.kdapack.api.server.ServerMetrics;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
@@ -8,7 +9,11 @@ import io.netty.channel.Channel;
 import io.netty.handler.codec.http.HttpServerCodec;
 import java.time.Duration;
 
-/** Builds each connection's pipeline: HTTP codec, response metrics, body limit, auth, then the API. */
+/**
+ * Builds each connection's pipeline: connection caps, HTTP codec, idle and request clocks, response metrics, auth on
+ * the request head, body limit (aggregation), then the API. Auth comes before the aggregator so that no body byte of
+ * an unauthenticated request is ever buffered.
+ */
 public final class HttpApiInitializer extends ChannelInitializer<Channel> {
 
     private final JobService jobs;
@@ -18,25 +23,45 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
     private final byte[] openApi;
     private final Duration eventBatch;
     private final SseFrames.Registry frames = new SseFrames.Registry();
+    private final ServerLimits limits;
+    private final ConnectionLimiter connections;
 
-    /** @param eventBatch shortest time between two sends on one event stream ({@link EventStreamHandler}) */
+    /** With the default {@link ServerLimits}. */
     public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi,
                               Duration eventBatch) {
+        this(jobs, metrics, token, maxBodyBytes, openApi, eventBatch, ServerLimits.defaults());
+    }
+
+    /**
+     * @param eventBatch shortest time between two sends on one event stream ({@link EventStreamHandler})
+     * @param limits     connection caps, timeouts and the {@code /v1/steps} token limit
+     */
+    public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi,
+                              Duration eventBatch, ServerLimits limits) {
         this.jobs = jobs;
         this.metrics = metrics;
         this.token = token;
         this.maxBodyBytes = maxBodyBytes;
         this.openApi = openApi;
         this.eventBatch = eventBatch;
+        this.limits = limits;
+        this.connections = new ConnectionLimiter(limits.maxConnections(), limits.maxConnectionsPerAddress());
+    }
+
+    /** The connection caps shared by every connection (open and refused counts). */
+    public ConnectionLimiter connections() {
+        return connections;
     }
 
     @Override
     protected void initChannel(Channel channel) {
         ChannelPipeline pipeline = channel.pipeline();
+        pipeline.addLast("connections", connections);
         pipeline.addLast("codec", new HttpServerCodec());
+        pipeline.addLast("timeouts", new RequestTimeouts(limits.idleTimeout(), limits.requestTimeout()));
         pipeline.addLast("response-metrics", new ResponseMetricsHandler(metrics::countResponse));
-        pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
         pipeline.addLast("auth", new BearerAuthHandler(token));
-        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames, eventBatch));
+        pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
+        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames, eventBatch, limits.maxStepTokens()));
     }
 }

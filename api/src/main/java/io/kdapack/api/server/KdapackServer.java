@@ -72,7 +72,7 @@ public final class KdapackServer implements AutoCloseable {
         try {
             var jobs = new JobService(actors, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
             var initializer = new HttpApiInitializer(jobs, new ServerMetrics(), token, settings.maxBodyBytes(), openApi,
-                    settings.eventBatch());
+                    settings.eventBatch(), limits);
             var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
             return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
                     .plus(settings.pipeline().stepTimeout()));
