@@ -1,6 +1,9 @@
 package io.kdapack.actors.job;
 
 import io.kdapack.actors.events.EndEvent;
+import io.kdapack.actors.events.EventJournal;
+import java.io.IOException;
+import java.nio.file.Path;
 import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.actors.pipeline.MemoryEstimate;
 import io.kdapack.actors.pipeline.BatchLoss;
@@ -45,9 +48,17 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             GetCapacity, JobUpdated, SupervisorStopped {
     }
 
-    /** Start a new job, or a new run of a resumable job with the same id. */
-    public record StartJob(String jobId, TrainingBackend backend, ActorRef<StatusReply<JobStatus>> replyTo)
-            implements Command {
+    /**
+     * Start a new job, or a new run of a resumable job with the same id.
+     *
+     * @param journal the job's {@link EventJournal} file (its history is read back from it and the run's events
+     *                appended), or null to keep the run's events in memory only
+     */
+    public record StartJob(String jobId, TrainingBackend backend, Path journal,
+                           ActorRef<StatusReply<JobStatus>> replyTo) implements Command {
+        public StartJob(String jobId, TrainingBackend backend, ActorRef<StatusReply<JobStatus>> replyTo) {
+            this(jobId, backend, null, replyTo);
+        }
     }
 
     public record GetJob(String jobId, ActorRef<Optional<JobHandle>> replyTo) implements Command {
@@ -207,9 +218,20 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                     + "); try again later", null)));
             return this;
         }
-        finishedOrder.remove(id);
+        EventJournal journal = null;
         JobEventLog events = new JobEventLog(totalSteps);
-        hub.tell(new MetricsHub.Register(id, events));
+        if (start.journal() != null) {
+            try {
+                journal = EventJournal.open(start.journal(), totalSteps);
+                events = journal.log();
+            } catch (IOException | RuntimeException e) {
+                start.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT,
+                        "cannot open the job's event journal " + start.journal() + ": " + e.getMessage(), null)));
+                return this;
+            }
+        }
+        finishedOrder.remove(id);
+        hub.tell(new MetricsHub.Register(id, events, journal));
         JobHandle handle = new JobHandle(JobStatus.queued(id, totalSteps), events, new PipelineGauges());
         Job job = new Job(handle, null, start.backend(), estimate.bytes());
         if (startsNow) {

@@ -11,6 +11,7 @@ import io.kdapack.actors.pipeline.StepLoss;
 import io.kdapack.actors.pipeline.TrainingBackend;
 import io.kdapack.actors.pipeline.TrainingPlan;
 import java.time.Instant;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.ChildFailed;
@@ -41,7 +42,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     public static final String PIPELINE_DISPATCHER = "kdapack.pipeline-dispatcher";
 
     public sealed interface Command permits Cancel, CheckpointAndStop, Evaluate, Restored, StepLossReady, Applied,
-            Saved, Timeout {
+            JournalSynced, Saved, Timeout {
     }
 
     /** Stop after the step in progress; the last checkpoint stays as it is. */
@@ -65,6 +66,10 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     }
 
     private record Saved(long step) implements Command {
+    }
+
+    /** The event journal holds every step up to the checkpoint about to be written. */
+    private record JournalSynced(long step) implements Command {
     }
 
     /** An ask or the step timer ran out; {@code what} says what did not complete in time. */
@@ -125,6 +130,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
                 .onMessage(Restored.class, this::onRestored)
                 .onMessage(StepLossReady.class, this::onStepLossReady)
                 .onMessage(Applied.class, this::onApplied)
+                .onMessage(JournalSynced.class, this::onJournalSynced)
                 .onMessage(Saved.class, this::onSaved)
                 .onMessage(Timeout.class, this::onTimeout)
                 .onMessage(Cancel.class, this::onCancel)
@@ -208,8 +214,21 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         return plan.checkpointDue(stepLoss.step()) ? saveCheckpoint() : nextStepOrFinish();
     }
 
+    /**
+     * The journal is forced to disk before the checkpoint is written, so that a checkpoint never holds a step the
+     * journal could lose (a resumed run would then publish steps that do not follow the history).
+     */
     private Behavior<Command> saveCheckpoint() {
         long step = status.step();
+        getContext().ask(Done.class, hub, settings.storeTimeout(), replyTo -> new MetricsHub.Sync(jobId, replyTo),
+                (done, failure) -> failure == null ? new JournalSynced(step)
+                        : new Timeout("syncing the event journal before the checkpoint of step " + step
+                                + " did not complete within " + settings.storeTimeout()));
+        return this;
+    }
+
+    private Behavior<Command> onJournalSynced(JournalSynced synced) {
+        long step = synced.step();
         getContext().ask(Model.Saved.class, model, settings.storeTimeout(),
                 replyTo -> new Model.SaveCheckpoint(step, replyTo),
                 (saved, failure) -> failure == null ? new Saved(saved.step())

@@ -14,6 +14,7 @@ import io.kdapack.api.server.ServerMetrics;
 import io.kdapack.config.ConfigException;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -51,6 +52,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final SseFrames.Registry frames;
     private final Duration eventBatch;
     private final int maxStepTokens;
+    private final ChannelGroup eventStreams;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -73,10 +75,12 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     /**
      * @param eventBatch    shortest time between two sends on one event stream ({@link EventStreamHandler})
      * @param maxStepTokens largest {@code POST /v1/steps} batch, B·T tokens
+     * @param eventStreams  where connections that stream events are registered (a shutdown waits for them to end)
      */
     public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
-                      Duration eventBatch, int maxStepTokens) {
+                      Duration eventBatch, int maxStepTokens, ChannelGroup eventStreams) {
         this.jobs = jobs;
+        this.eventStreams = eventStreams;
         this.maxStepTokens = maxStepTokens;
         this.frames = frames;
         this.metrics = metrics;
@@ -167,6 +171,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                     // The stream owns the connection from now on; a further request on it is dropped.
                     ctx.pipeline().replace(this, "events",
                             new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen, eventBatch));
+                    eventStreams.add(ctx.channel());
                     return new Streaming();
                 });
             }

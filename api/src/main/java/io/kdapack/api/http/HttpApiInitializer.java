@@ -4,6 +4,9 @@ import io.kdapack.api.server.JobService;
 import io.kdapack.api.server.ServerLimits;
 import io.kdapack.api.server.ServerMetrics;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.Channel;
 import io.netty.handler.codec.http.HttpServerCodec;
@@ -25,6 +28,8 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
     private final SseFrames.Registry frames = new SseFrames.Registry();
     private final ServerLimits limits;
     private final ConnectionLimiter connections;
+    /** Connections streaming events; a closed one leaves the group by itself. */
+    private final ChannelGroup eventStreams = new DefaultChannelGroup("event-streams", GlobalEventExecutor.INSTANCE);
 
     /** With the default {@link ServerLimits}. */
     public HttpApiInitializer(JobService jobs, ServerMetrics metrics, String token, int maxBodyBytes, byte[] openApi,
@@ -48,6 +53,14 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
         this.connections = new ConnectionLimiter(limits.maxConnections(), limits.maxConnectionsPerAddress());
     }
 
+    /**
+     * Waits, at most {@code within}, until every event stream has ended (each closes after writing its run's end event),
+     * so that a shutdown delivers the events that were pending; true if all did.
+     */
+    public boolean awaitEventStreamsEnded(Duration within) throws InterruptedException {
+        return eventStreams.newCloseFuture().await(within.toMillis());
+    }
+
     /** The connection caps shared by every connection (open and refused counts). */
     public ConnectionLimiter connections() {
         return connections;
@@ -62,6 +75,7 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
         pipeline.addLast("response-metrics", new ResponseMetricsHandler(metrics::countResponse));
         pipeline.addLast("auth", new BearerAuthHandler(token));
         pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
-        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames, eventBatch, limits.maxStepTokens()));
+        pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames, eventBatch, limits.maxStepTokens(),
+                eventStreams));
     }
 }

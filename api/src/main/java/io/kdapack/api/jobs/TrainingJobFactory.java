@@ -3,7 +3,10 @@ package io.kdapack.api.jobs;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kdapack.actors.events.EventJournal;
+import io.kdapack.actors.job.JobOutOfMemory;
 import io.kdapack.actors.pipeline.TrainingBackend;
+import io.kdapack.data.indexed.IndexedDataset;
 import io.kdapack.api.http.ApiException;
 import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.server.JobFactory;
@@ -32,6 +35,7 @@ import java.util.stream.Stream;
  * <pre>
  * job.json       {"config": every key of the bound configuration, "dataset": the resolved dataset prefix}
  * checkpoints/   step-NNNNNNNN as kdapack train writes them (train.checkpoint.dir is ignored for server jobs)
+ * events.jsonl   every step event of every run, and each run's end event (EventJournal)
  * </pre>
  *
  * <p>{@code train.data.prefix} resolves inside the data root ({@link DataRoot#resolve}: no {@code ..} or symlink
@@ -40,6 +44,7 @@ import java.util.stream.Stream;
 public final class TrainingJobFactory implements JobFactory {
     static final String JOB_FILE = "job.json";
     static final String CHECKPOINTS = "checkpoints";
+    static final String EVENTS = "events.jsonl";
     private static final String PREFIX_KEY = "train.data.prefix";
     private static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -86,7 +91,15 @@ public final class TrainingJobFactory implements JobFactory {
         return backend(dir, config, Path.of(record.get("dataset").asText()));
     }
 
-    /** Jobs with a {@code job.json} whose newest complete checkpoint is before their last step. */
+    @Override
+    public Path eventJournal(String jobId) {
+        return jobDir(jobId).resolve(EVENTS);
+    }
+
+    /**
+     * Jobs with a {@code job.json} whose newest complete checkpoint is before their last step, except those whose last
+     * run ran out of memory (it would again) and those whose dataset is gone.
+     */
     @Override
     public List<String> unfinishedJobs() {
         List<String> unfinished = new ArrayList<>();
@@ -96,8 +109,14 @@ public final class TrainingJobFactory implements JobFactory {
                 if (!Files.isRegularFile(file)) {
                     continue;
                 }
-                long steps = JSON.readTree(file.toFile()).path("config").path("train").path("steps").asLong();
-                if (checkpointedStep(dir.resolve(CHECKPOINTS)) < steps) {
+                JsonNode record = JSON.readTree(file.toFile());
+                long steps = record.path("config").path("train").path("steps").asLong();
+                Path dataset = Path.of(record.path("dataset").asText());
+                boolean datasetThere = Files.isRegularFile(IndexedDataset.idxPath(dataset))
+                        && Files.isRegularFile(IndexedDataset.binPath(dataset));
+                boolean outOfMemory = EventJournal.lastEnd(dir.resolve(EVENTS))
+                        .map(end -> JobOutOfMemory.describes(end.error())).orElse(false);
+                if (datasetThere && !outOfMemory && checkpointedStep(dir.resolve(CHECKPOINTS)) < steps) {
                     unfinished.add(dir.getFileName().toString());
                 }
             }

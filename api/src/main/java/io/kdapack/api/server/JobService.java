@@ -145,7 +145,8 @@ public final class JobService {
 
     /** @param newJob the job's files were made for this request: remove them if the manager refuses it */
     private CompletionStage<JobStatus> start(String id, TrainingBackend backend, boolean newJob) {
-        return this.<StatusReply<JobStatus>>ask(replyTo -> new JobManager.StartJob(id, backend, replyTo))
+        java.nio.file.Path journal = factory.eventJournal(id);
+        return this.<StatusReply<JobStatus>>ask(replyTo -> new JobManager.StartJob(id, backend, journal, replyTo))
                 .thenApplyAsync(reply -> {
                     if (reply.isError()) {
                         if (newJob) {

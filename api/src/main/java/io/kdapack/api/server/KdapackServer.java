@@ -30,10 +30,15 @@ public final class KdapackServer implements AutoCloseable {
     private final HttpApiServer http;
     private final JobService jobs;
     private final Duration shutdownWait;
+    private final HttpApiInitializer initializer;
     private boolean closed;
+    /** Longest a shutdown waits for event streams to deliver what was pending (a batch interval is at most 1 h, but a
+     *  stream's default is 1 s; a client that reads nothing is not waited for longer than this). */
+    private static final Duration STREAM_DRAIN = Duration.ofSeconds(5);
 
     private KdapackServer(ActorSystem<JobManager.Command> actors, ExecutorService factoryCalls, HttpApiServer http,
-                          JobService jobs, Duration shutdownWait) {
+                          JobService jobs, Duration shutdownWait, HttpApiInitializer initializer) {
+        this.initializer = initializer;
         this.actors = actors;
         this.factoryCalls = factoryCalls;
         this.http = http;
@@ -75,7 +80,7 @@ public final class KdapackServer implements AutoCloseable {
                     settings.eventBatch(), limits);
             var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
             return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
-                    .plus(settings.pipeline().stepTimeout()));
+                    .plus(settings.pipeline().stepTimeout()), initializer);
         } catch (InterruptedException | RuntimeException e) {
             actors.terminate();
             factoryCalls.shutdownNow();
@@ -103,6 +108,14 @@ public final class KdapackServer implements AutoCloseable {
             jobs.checkpointAndStopAll(shutdownWait).toCompletableFuture().get(shutdownWait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             LOG.warn("jobs did not all checkpoint and stop before shutdown: {}", e.toString());
+        }
+        try {
+            // Every job has ended, so every stream ends once it has sent what was pending and the end event.
+            if (!initializer.awaitEventStreamsEnded(STREAM_DRAIN)) {
+                LOG.warn("event streams had not all ended {} after the jobs stopped; closing them", STREAM_DRAIN);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         http.close();
         factoryCalls.shutdownNow();
