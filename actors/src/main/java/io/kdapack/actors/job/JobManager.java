@@ -71,9 +71,12 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public record CancelJob(String jobId, ActorRef<Optional<JobStatus>> replyTo) implements Command {
     }
 
-    /** Loss of a packed batch under a running job's current weights. */
-    public record Evaluate(String jobId, MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo)
-            implements Command {
+    /** Loss of a packed batch under a running job's current weights, while {@code ticket} is alive. */
+    public record Evaluate(String jobId, MicroBatch batch, EvaluationTicket ticket,
+                           ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+        public Evaluate(String jobId, MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
+            this(jobId, batch, EvaluationTicket.UNBOUNDED, replyTo);
+        }
     }
 
     /** Checkpoint and stop every running job, refuse new ones, reply when all have stopped. */
@@ -326,7 +329,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
                     "job " + evaluate.jobId() + " is not running")));
         } else {
-            job.supervisor().tell(new JobSupervisor.Evaluate(evaluate.batch(), evaluate.replyTo()));
+            job.supervisor().tell(new JobSupervisor.Evaluate(evaluate.batch(), evaluate.ticket(), evaluate.replyTo()));
         }
         return this;
     }

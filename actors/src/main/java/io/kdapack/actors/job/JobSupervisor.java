@@ -53,7 +53,11 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     public record CheckpointAndStop() implements Command {
     }
 
-    public record Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+    public record Evaluate(MicroBatch batch, EvaluationTicket ticket, ActorRef<StatusReply<BatchLoss>> replyTo)
+            implements Command {
+        public Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
+            this(batch, EvaluationTicket.UNBOUNDED, replyTo);
+        }
     }
 
     private record Restored(long step) implements Command {
@@ -257,7 +261,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     }
 
     private Behavior<Command> onEvaluate(Evaluate evaluate) {
-        model.tell(new Model.Evaluate(evaluate.batch(), evaluate.replyTo()));
+        model.tell(new Model.Evaluate(evaluate.batch(), evaluate.ticket(), evaluate.replyTo()));
         return this;
     }
 

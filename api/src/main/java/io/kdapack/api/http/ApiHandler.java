@@ -1,6 +1,7 @@
 package io.kdapack.api.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.job.EvaluationTicket;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobOutOfMemory;
@@ -13,6 +14,7 @@ import io.kdapack.api.server.JobService;
 import io.kdapack.api.server.ServerMetrics;
 import io.kdapack.config.ConfigException;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
@@ -193,8 +195,13 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                             + batch.size() + " tokens, more than server.max_step_tokens (" + maxStepTokens + ")",
                             "tokens");
                 }
-                yield jobs.evaluate(job, batch).thenApply(loss ->
-                        new Reply(Responses.json(HttpResponseStatus.OK, lossJson(job, loss))));
+                // A client that hangs up takes its evaluation with it, if the job has not run it yet.
+                EvaluationTicket ticket = jobs.newEvaluationTicket();
+                ChannelFutureListener abandon = closed -> ticket.abandon();
+                ctx.channel().closeFuture().addListener(abandon);
+                yield jobs.evaluate(job, batch, ticket).whenComplete((loss, failure) ->
+                                ctx.channel().closeFuture().removeListener(abandon))
+                        .thenApply(loss -> new Reply(Responses.json(HttpResponseStatus.OK, lossJson(job, loss))));
             }
         };
     }
@@ -292,6 +299,8 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private static Map<String, Object> lossJson(String job, BatchLoss loss) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("job", job);
+        body.put("step", loss.weightsStep());
+        body.put("last_step", loss.weightsLastStep());
         body.put("loss", loss.total().mean());
         body.put("count", loss.total().count());
         body.put("segments", loss.segments().stream().map(ApiHandler::segmentJson).toList());

@@ -2,6 +2,7 @@ package io.kdapack.api.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.EvaluationRefused;
+import io.kdapack.actors.job.EvaluationTicket;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobOutOfMemory;
@@ -109,12 +110,22 @@ public final class JobService {
      * stopped while the evaluation waited for its step), 503 too many evaluations waiting or no answer in time.
      */
     public CompletionStage<BatchLoss> evaluate(String id, MicroBatch batch) {
+        return evaluate(id, batch, newEvaluationTicket());
+    }
+
+    /** A ticket that dies when this service stops waiting for the answer (its ask timeout). */
+    public EvaluationTicket newEvaluationTicket() {
+        return EvaluationTicket.within(timeout);
+    }
+
+    /** As {@link #evaluate(String, MicroBatch)}; the job drops the work unrun once {@code ticket} has died. */
+    public CompletionStage<BatchLoss> evaluate(String id, MicroBatch batch, EvaluationTicket ticket) {
         return get(id).thenCompose(handle -> {
             JobStatus status = handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status();
             if (status.state().isTerminal()) {
                 throw ApiException.conflict("job " + id + " is not running (" + status.state().name().toLowerCase() + ")");
             }
-            return this.<StatusReply<BatchLoss>>ask(replyTo -> new JobManager.Evaluate(id, batch, replyTo),
+            return this.<StatusReply<BatchLoss>>ask(replyTo -> new JobManager.Evaluate(id, batch, ticket, replyTo),
                             "job " + id + " (its model is busy with a step, or stuck)")
                     .thenApply(reply -> {
                         if (reply.isError()) {
