@@ -185,7 +185,7 @@ final class ConfigBinder {
             }
             throw new ConfigException(key, null, "expected " + typeName(type) + ", not null", source);
         }
-        Object value = parse(raw, type);
+        Object value = parse(raw, type, isText(source));
         if (value == null) {
             ConfigRules.Rule rule = ConfigRules.RULES.get(key);
             throw new ConfigException(key, raw, rule != null && type != String.class ? rule.allowed()
@@ -198,8 +198,21 @@ final class ConfigBinder {
         return value;
     }
 
-    /** The value as {@code type}, or null when it cannot be one. */
-    private static Object parse(Object raw, Class<?> type) {
+    /**
+     * Environment variables and system properties are text whatever they set; a document or file has types of its
+     * own, and there {@code "steps": "3"} or {@code "prefix": 123} is a wrong type, not something to coerce. One
+     * exception: text for a real number, because YAML 1.1 reads {@code 1e-3} as text.
+     */
+    private static boolean isText(String source) {
+        return source != null && (source.startsWith("environment variable") || source.startsWith("system property"));
+    }
+
+    /** The value as {@code type}, or null when it cannot be one; text is parsed only when {@code fromText}. */
+    private static Object parse(Object raw, Class<?> type, boolean fromText) {
+        if (raw instanceof String && !fromText && type != String.class && !type.isEnum()
+                && type != double.class && type != Double.class) {
+            return null;
+        }
         if (type == int.class || type == Integer.class || type == long.class) {
             Long l = parseLong(raw);
             if (l == null || type != long.class && l != l.intValue()) {
@@ -219,7 +232,7 @@ final class ConfigBinder {
             return s.equals("true") ? Boolean.TRUE : s.equals("false") ? Boolean.FALSE : null;
         }
         if (type == String.class) {
-            return raw instanceof String || raw instanceof Number ? raw.toString() : null;
+            return raw instanceof String || fromText && raw instanceof Number ? raw.toString() : null;
         }
         if (type.isEnum() && raw instanceof String s) {
             for (Object constant : type.getEnumConstants()) {

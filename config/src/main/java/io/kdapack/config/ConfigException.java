@@ -10,9 +10,12 @@ public final class ConfigException extends IllegalArgumentException {
     private final String value;
     private final String allowed;
 
+    /** Longest quoted value or key: an error about a 16 MB value must not be 16 MB itself. */
+    static final int MAX_QUOTED = 80;
+
     public ConfigException(String key, Object value, String allowed, String source) {
-        super(key + " = " + render(value) + (source == null ? "" : " (from " + source + ")") + ": " + allowed);
-        this.key = key;
+        super(truncate(key) + " = " + render(value) + (source == null ? "" : " (from " + source + ")") + ": " + allowed);
+        this.key = truncate(key);
         this.value = render(value);
         this.allowed = allowed;
     }
@@ -22,7 +25,7 @@ public final class ConfigException extends IllegalArgumentException {
         return key;
     }
 
-    /** The offending value as written. */
+    /** The offending value as written (its first {@link #MAX_QUOTED} characters). */
     public String value() {
         return value;
     }
@@ -33,6 +36,12 @@ public final class ConfigException extends IllegalArgumentException {
     }
 
     private static String render(Object value) {
-        return value instanceof String s ? "'" + s + "'" : String.valueOf(value);
+        return value instanceof String s ? "'" + truncate(s) + "'" : truncate(String.valueOf(value));
+    }
+
+    /** {@code text} itself, or its first {@link #MAX_QUOTED} characters and how long it was. */
+    static String truncate(String text) {
+        return text == null || text.length() <= MAX_QUOTED ? text
+                : text.substring(0, MAX_QUOTED) + "… (" + text.length() + " characters)";
     }
 }

@@ -78,7 +78,18 @@ final class ConfigRules {
             Map.entry("server.max_body_bytes", new Rule(v -> (long) v >= 1, "expected an integer >= 1")),
             Map.entry("server.data_root", nonBlank()),
             Map.entry("server.event_batch_ms", new Rule(v -> (long) v >= 0 && (long) v <= 3_600_000,
-                    "expected an integer in [0, 3600000] (0 = each event at once; at most an hour)")));
+                    "expected an integer in [0, 3600000] (0 = each event at once; at most an hour)")),
+            Map.entry("server.memory_budget", new Rule(v -> (long) v >= 0,
+                    "expected an integer >= 0 (bytes; 0 = 60 % of the maximum heap)")),
+            Map.entry("server.max_running_jobs", atLeast(1)),
+            Map.entry("server.max_queued_jobs", atLeast(0)),
+            Map.entry("server.max_connections", atLeast(1)),
+            Map.entry("server.max_connections_per_address", atLeast(1)),
+            Map.entry("server.idle_timeout_ms", new Rule(v -> (long) v >= 100 && (long) v <= 86_400_000,
+                    "expected an integer in [100, 86400000] (milliseconds)")),
+            Map.entry("server.request_timeout_ms", new Rule(v -> (long) v >= 100 && (long) v <= 86_400_000,
+                    "expected an integer in [100, 86400000] (milliseconds)")),
+            Map.entry("server.max_step_tokens", atLeast(1)));
 
     private ConfigRules() {
     }

@@ -114,7 +114,7 @@ class ConfigLoaderTest {
         assertEquals("KDAPACK_MODEL_KDA_NUM_V_HEADS", ConfigLoader.environmentVariable("model.kda.num_v_heads"));
         List<String> keys = ConfigLoader.keys();
         assertEquals(keys.size(), new HashSet<>(keys.stream().map(ConfigLoader::environmentVariable).toList()).size());
-        assertEquals(59, keys.size());
+        assertEquals(67, keys.size());
     }
 
     @Test
@@ -185,6 +185,15 @@ class ConfigLoaderTest {
         expect("train.optimizer.lr", "NaN", "expected a number > 0");
         expect("train.data.split", true, "expected a string");
         expect("model.hidden_size", 1L << 40, "expected an integer >= 1");
+        // A document has types: text where a number belongs (or the reverse) is refused, not coerced.
+        expect("train.steps", "3", "expected an integer >= 1");
+        expect("train.isolation", "true", "expected true or false");
+        expect("train.data.prefix", 123, "expected a string");
+        ConfigException huge = assertThrows(ConfigException.class, () -> ConfigLoader.fromDocument(
+                Map.of("train", Map.of("data", Map.of("prefix", 7, "unknown_" + "x".repeat(100_000), "y".repeat(100_000))))));
+        assertTrue(huge.getMessage().length() < 1000, "quoted keys and values are truncated: "
+                + huge.getMessage().length() + " characters");
+        assertTrue(huge.getMessage().contains("… (100000 characters)"), huge.getMessage());
         ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.fromDocument(Map.of("model", 5)));
         assertEquals("model", e.key());
         assertTrue(e.getMessage().contains("expected a section (mapping) with keys vocab_size, hidden_size"), e.getMessage());
@@ -211,7 +220,11 @@ class ConfigLoaderTest {
                 Map.entry("train.checkpoint.dir", ""), Map.entry("train.checkpoint.interval", -1), Map.entry("server.host", ""),
                 Map.entry("server.port", 70000), Map.entry("server.token", "a b"), Map.entry("server.token_file", ""),
                 Map.entry("server.max_body_bytes", 0), Map.entry("server.data_root", ""),
-                Map.entry("server.event_batch_ms", -1), Map.entry("train.eval_interval", -1),
+                Map.entry("server.event_batch_ms", -1), Map.entry("server.memory_budget", -1),
+                Map.entry("server.max_running_jobs", 0), Map.entry("server.max_queued_jobs", -1),
+                Map.entry("server.max_connections", 0), Map.entry("server.max_connections_per_address", 0),
+                Map.entry("server.idle_timeout_ms", 99), Map.entry("server.request_timeout_ms", 0),
+                Map.entry("server.max_step_tokens", 0), Map.entry("train.eval_interval", -1),
                 Map.entry("train.eval_iters", 0), Map.entry("model.tokenizer", " "));
         assertEquals(ConfigRules.RULES.keySet(), bad.keySet(), "every rule has a bad value here");
         assertTrue(ConfigLoader.keys().containsAll(ConfigRules.RULES.keySet()), "every rule names a real key");

@@ -46,6 +46,19 @@ final class ForkedServer implements AutoCloseable {
         process.waitFor(TrainingServer.WAIT.toSeconds(), TimeUnit.SECONDS);
     }
 
+    /** SIGTERM: the server's shutdown hook checkpoints its jobs and ends its event streams. */
+    void terminate() {
+        process.destroy();
+    }
+
+    /** Waits (bounded) for the process to exit; its exit code. */
+    int awaitExit() throws InterruptedException {
+        if (!process.waitFor(TrainingServer.WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new AssertionError("kdapack serve did not exit within " + TrainingServer.WAIT);
+        }
+        return process.exitValue();
+    }
+
     /** Reads the server's output (so it never blocks on a full pipe) and reports the port it listens on. */
     private void drain(CompletableFuture<Integer> listening) {
         try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(),

@@ -10,10 +10,10 @@ import io.kdapack.training.HybridModels;
 import io.kdapack.training.StepResult;
 import io.kdapack.training.Trainer;
 import java.net.http.HttpRequest;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -169,11 +169,10 @@ class ServerTrainingTest {
             var resumed = server.send(server.request("/v1/jobs/" + id + "/resume")
                     .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build());
             assertTrue(resumed.statusCode() / 100 == 2, resumed.body());
+            // The job's journal replays the steps before the restart, so the stream holds every step once.
             TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
             assertEquals("succeeded", events.end());
-            long first = events.steps().get(0).path("step").asLong();
-            assertTrue(first >= 2 && first <= steps, "the run resumed after step 1, at step " + first);
-            assertSameSteps(direct, (int) first - 1, events.steps());
+            assertSameSteps(direct, 0, events.steps());
             assertEquals(steps, events.steps().get(events.steps().size() - 1).path("step").asLong());
         }
         try (var entries = Files.list(jobs.resolve(id).resolve("checkpoints"))) {
@@ -202,10 +201,9 @@ class ServerTrainingTest {
             assertTrue(resumed.statusCode() / 100 == 2, resumed.body());
             TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
             assertEquals("succeeded", events.end());
-            long first = events.steps().get(0).path("step").asLong();
-            // Checkpoints come every 2 steps; at least step 2 was complete when step 3 was reported.
-            assertTrue(first >= 3 && first % 2 == 1, "resumed after a complete checkpoint, at step " + first);
-            assertSameSteps(direct, (int) first - 1, events.steps());
+            // The journal kept the steps of the killed run (a line cut by the kill dropped); the resumed run recomputed
+            // those after its checkpoint, bit-identically, without repeating them: every step once, as the direct loop.
+            assertSameSteps(direct, 0, events.steps());
         }
         try (var entries = Files.list(checkpoints)) {
             assertTrue(entries.map(p -> p.getFileName().toString())

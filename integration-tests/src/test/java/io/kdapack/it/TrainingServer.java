@@ -135,8 +135,11 @@ final class TrainingServer implements AutoCloseable {
         return JSON.readTree(response.body());
     }
 
-    /** A job's step events (their JSON data) up to its end event, or {@code limit} steps; and the end state. */
-    record Events(List<JsonNode> steps, String end) {
+    /**
+     * A job's step events (their JSON data) up to its end event, or {@code limit} steps; and the end state.
+     * {@code remaining} reads on in the same stream (after a limit was reached).
+     */
+    record Events(List<JsonNode> steps, String end, Iterator<String> remaining) {
     }
 
     Events follow(String id, int limit) throws Exception {
@@ -148,7 +151,14 @@ final class TrainingServer implements AutoCloseable {
         }
     }
 
-    private static Events read(Iterator<String> lines, int limit) throws Exception {
+    /** As {@link #follow(String, int)} with a request of one's own (headers such as Last-Event-ID); left open. */
+    Events follow(HttpRequest request, int limit) throws Exception {
+        HttpResponse<Stream<String>> response = client.send(request, HttpResponse.BodyHandlers.ofLines());
+        assertEquals(200, response.statusCode());
+        return read(response.body().iterator(), limit);
+    }
+
+    static Events read(Iterator<String> lines, int limit) throws Exception {
         List<JsonNode> steps = new ArrayList<>();
         String event = null;
         while (lines.hasNext()) {
@@ -158,15 +168,15 @@ final class TrainingServer implements AutoCloseable {
             } else if (line.startsWith("data: ")) {
                 JsonNode data = JSON.readTree(line.substring(6));
                 if ("end".equals(event)) {
-                    return new Events(steps, data.path("state").asText());
+                    return new Events(steps, data.path("state").asText(), lines);
                 }
                 steps.add(data);
                 if (steps.size() == limit) {
-                    return new Events(steps, null);
+                    return new Events(steps, null, lines);
                 }
             }
         }
-        return new Events(steps, null);
+        return new Events(steps, null, lines);
     }
 
     @Override

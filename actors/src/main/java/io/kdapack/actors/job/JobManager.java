@@ -1,10 +1,15 @@
 package io.kdapack.actors.job;
 
+import io.kdapack.actors.events.EndEvent;
+import io.kdapack.actors.events.EventJournal;
 import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.training.pipeline.BatchLoss;
+import io.kdapack.training.pipeline.MemoryEstimate;
 import io.kdapack.training.pipeline.PipelineSettings;
 import io.kdapack.training.pipeline.TrainingBackend;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -28,6 +33,11 @@ import org.apache.pekko.pattern.StatusReply;
  * The jobs of one server: starts each run under its own {@link JobSupervisor} (so a failing job never
  * touches another), keeps every job's latest status and event history, and on shutdown asks running jobs
  * to checkpoint and stop. Finished jobs are kept up to a count, oldest dropped first.
+ *
+ * <p>Admission ({@link Admission}): a job whose {@link MemoryEstimate} alone exceeds the memory budget is refused
+ * ({@link JobRefused.Reason#TOO_LARGE}); one that would take the running jobs past the budget, or past the number of
+ * running jobs, waits in state {@link JobState#QUEUED}, first come first started; when the queue is full too it is
+ * refused ({@link JobRefused.Reason#FULL}).
  */
 public final class JobManager extends AbstractBehavior<JobManager.Command> {
 
@@ -35,12 +45,20 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
 
     public sealed interface Command permits StartJob, GetJob, ListJobs, CancelJob, Evaluate, StopAll, SubscribeEvents,
-            JobUpdated, SupervisorStopped {
+            GetCapacity, JobUpdated, SupervisorStopped {
     }
 
-    /** Start a new job, or a new run of a resumable job with the same id. */
-    public record StartJob(String jobId, TrainingBackend backend, ActorRef<StatusReply<JobStatus>> replyTo)
-            implements Command {
+    /**
+     * Start a new job, or a new run of a resumable job with the same id.
+     *
+     * @param journal the job's {@link EventJournal} file (its history is read back from it and the run's events
+     *                appended), or null to keep the run's events in memory only
+     */
+    public record StartJob(String jobId, TrainingBackend backend, Path journal,
+                           ActorRef<StatusReply<JobStatus>> replyTo) implements Command {
+        public StartJob(String jobId, TrainingBackend backend, ActorRef<StatusReply<JobStatus>> replyTo) {
+            this(jobId, backend, null, replyTo);
+        }
     }
 
     public record GetJob(String jobId, ActorRef<Optional<JobHandle>> replyTo) implements Command {
@@ -53,9 +71,12 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public record CancelJob(String jobId, ActorRef<Optional<JobStatus>> replyTo) implements Command {
     }
 
-    /** Loss of a packed batch under a running job's current weights. */
-    public record Evaluate(String jobId, MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo)
-            implements Command {
+    /** Loss of a packed batch under a running job's current weights, while {@code ticket} is alive. */
+    public record Evaluate(String jobId, MicroBatch batch, EvaluationTicket ticket,
+                           ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+        public Evaluate(String jobId, MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
+            this(jobId, batch, EvaluationTicket.UNBOUNDED, replyTo);
+        }
     }
 
     /** Checkpoint and stop every running job, refuse new ones, reply when all have stopped. */
@@ -65,21 +86,51 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public record SubscribeEvents(ActorRef<MetricsHub.Published> subscriber) implements Command {
     }
 
+    /** How many jobs run and wait against the admission limits (for readiness checks). */
+    public record GetCapacity(ActorRef<Capacity> replyTo) implements Command {
+    }
+
+    /**
+     * @param running      jobs with a run in progress
+     * @param queued       jobs waiting to start
+     * @param shuttingDown the manager refuses new jobs for good
+     */
+    public record Capacity(int running, int queued, long reservedBytes, Admission admission, boolean shuttingDown) {
+        /** Whether a new job would be accepted (started or queued), size aside. */
+        public boolean canTakeWork() {
+            return !shuttingDown && (running < admission.maxRunning() || queued < admission.maxQueued());
+        }
+    }
+
     private record JobUpdated(JobStatus status) implements Command {
     }
 
     private record SupervisorStopped(String jobId, ActorRef<JobSupervisor.Command> supervisor) implements Command {
     }
 
-    /** A job's current run; {@code supervisor} is null once the run has ended. */
-    private record Job(JobHandle handle, ActorRef<JobSupervisor.Command> supervisor) {
+    /**
+     * A job's current run; {@code supervisor} is null while it is queued and once the run has ended, {@code backend}
+     * is kept only while it is queued.
+     */
+    private record Job(JobHandle handle, ActorRef<JobSupervisor.Command> supervisor, TrainingBackend backend,
+                       long reservedBytes) {
         Job withStatus(JobStatus status) {
-            return new Job(new JobHandle(status, handle.events(), handle.gauges()), supervisor);
+            return new Job(new JobHandle(status, handle.events(), handle.gauges()), supervisor, backend, reservedBytes);
+        }
+
+        Job ended() {
+            return new Job(handle, null, null, 0);
+        }
+
+        boolean running() {
+            return supervisor != null && !handle.status().state().isTerminal();
         }
     }
 
     private final PipelineSettings settings;
     private final int retainFinished;
+    private final Admission admission;
+    private final Queue<String> queued = new ArrayDeque<>();
     private final ActorRef<MetricsHub.Command> hub;
     private final ActorRef<JobStatus> statusAdapter;
     private final Map<String, Job> jobs = new LinkedHashMap<>();
@@ -93,16 +144,23 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
      * @param retainFinished finished jobs whose status and history are kept
      */
     public static Behavior<Command> create(PipelineSettings settings, int retainFinished) {
+        return create(settings, retainFinished, Admission.UNLIMITED);
+    }
+
+    /** As {@link #create(PipelineSettings, int)}, admitting jobs within {@code admission}. */
+    public static Behavior<Command> create(PipelineSettings settings, int retainFinished, Admission admission) {
         if (retainFinished < 0) {
             throw new IllegalArgumentException("retainFinished must be >= 0, got " + retainFinished);
         }
-        return Behaviors.setup(context -> new JobManager(context, settings, retainFinished));
+        return Behaviors.setup(context -> new JobManager(context, settings, retainFinished, admission));
     }
 
-    private JobManager(ActorContext<Command> context, PipelineSettings settings, int retainFinished) {
+    private JobManager(ActorContext<Command> context, PipelineSettings settings, int retainFinished,
+                       Admission admission) {
         super(context);
         this.settings = settings;
         this.retainFinished = retainFinished;
+        this.admission = admission;
         // A bad event must not end pub/sub for every job: the hub resumes after a failure.
         this.hub = context.spawn(Behaviors.supervise(MetricsHub.create()).onFailure(SupervisorStrategy.resume()),
                 "metrics-hub");
@@ -119,6 +177,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                 .onMessage(Evaluate.class, this::onEvaluate)
                 .onMessage(StopAll.class, this::onStopAll)
                 .onMessage(SubscribeEvents.class, this::onSubscribeEvents)
+                .onMessage(GetCapacity.class, this::onGetCapacity)
                 .onMessage(JobUpdated.class, this::onJobUpdated)
                 .onMessage(SupervisorStopped.class, this::onSupervisorStopped)
                 .build();
@@ -135,28 +194,108 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                         + existing.handle().status().state().name().toLowerCase() + "; nothing to resume"
                 : null;
         if (refusal != null) {
-            start.replyTo().tell(StatusReply.error(refusal));
+            start.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT, refusal, null)));
             return this;
         }
         long totalSteps;
+        MemoryEstimate estimate;
         try {
             totalSteps = start.backend().plan().totalSteps();
+            estimate = start.backend().memoryEstimate();
         } catch (RuntimeException e) {
             start.replyTo().tell(StatusReply.error("the job's training plan is unavailable: " + e.getMessage()));
             return this;
         }
-        finishedOrder.remove(id);
+        if (estimate.bytes() > admission.memoryBudget()) {
+            start.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.TOO_LARGE, "the job needs about "
+                    + MemoryEstimate.format(estimate.bytes()) + " of memory (" + estimate.explanation()
+                    + "), more than the server's memory budget of " + MemoryEstimate.format(admission.memoryBudget())
+                    + " (server.memory_budget)", estimate.largestKey())));
+            return this;
+        }
+        boolean startsNow = queued.isEmpty() && fitsNow(estimate.bytes());
+        if (!startsNow && queued.size() >= admission.maxQueued()) {
+            start.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.FULL, "the server is at capacity: "
+                    + runningCount() + " jobs running (server.max_running_jobs = " + admission.maxRunning() + ") and "
+                    + queued.size() + " waiting (server.max_queued_jobs = " + admission.maxQueued()
+                    + "); try again later", null)));
+            return this;
+        }
+        EventJournal journal = null;
         JobEventLog events = new JobEventLog(totalSteps);
-        PipelineGauges gauges = new PipelineGauges();
-        hub.tell(new MetricsHub.Register(id, events));
+        if (start.journal() != null) {
+            try {
+                journal = EventJournal.open(start.journal(), totalSteps);
+                events = journal.log();
+            } catch (IOException | RuntimeException e) {
+                start.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT,
+                        "cannot open the job's event journal " + start.journal() + ": " + e.getMessage(), null)));
+                return this;
+            }
+        }
+        finishedOrder.remove(id);
+        hub.tell(new MetricsHub.Register(id, events, journal));
+        JobHandle handle = new JobHandle(JobStatus.queued(id, totalSteps), events, new PipelineGauges());
+        Job job = new Job(handle, null, start.backend(), estimate.bytes());
+        if (startsNow) {
+            job = launch(id, job);
+        } else {
+            queued.add(id);
+        }
+        jobs.put(id, job);
+        start.replyTo().tell(StatusReply.success(job.handle().status()));
+        return this;
+    }
+
+    /** Spawns the run's supervisor; the supervisor's first status (STARTING) follows, shown here until then. */
+    private Job launch(String id, Job job) {
+        JobHandle handle = job.handle();
         ActorRef<JobSupervisor.Command> supervisor = getContext().spawn(
-                JobSupervisor.create(id, start.backend(), settings, hub, statusAdapter, gauges),
+                JobSupervisor.create(id, job.backend(), settings, hub, statusAdapter, handle.gauges()),
                 "job-" + id + "-" + (++runs));
         getContext().watchWith(supervisor, new SupervisorStopped(id, supervisor));
-        // The supervisor's first status (STARTING) follows; until then show the same state here.
-        JobStatus starting = JobStatus.starting(id, totalSteps, Instant.now());
-        jobs.put(id, new Job(new JobHandle(starting, events, gauges), supervisor));
-        start.replyTo().tell(StatusReply.success(starting));
+        JobStatus starting = JobStatus.starting(id, handle.status().totalSteps(), Instant.now());
+        return new Job(new JobHandle(starting, handle.events(), handle.gauges()), supervisor, null,
+                job.reservedBytes());
+    }
+
+    private boolean fitsNow(long bytes) {
+        return runningCount() < admission.maxRunning() && reservedBytes() + bytes <= admission.memoryBudget();
+    }
+
+    private int runningCount() {
+        return (int) jobs.values().stream().filter(Job::running).count();
+    }
+
+    private long reservedBytes() {
+        return jobs.values().stream().filter(Job::running).mapToLong(Job::reservedBytes).sum();
+    }
+
+    /** Starts waiting jobs in arrival order while the first of them fits. */
+    private void startQueued() {
+        while (!shuttingDown && !queued.isEmpty()) {
+            String id = queued.peek();
+            Job job = jobs.get(id);
+            if (!fitsNow(job.reservedBytes())) {
+                return;
+            }
+            queued.remove();
+            jobs.put(id, launch(id, job));
+        }
+    }
+
+    /** Ends a job that never started: its status and its event log get the terminal state. */
+    private void endQueued(String id, JobState state) {
+        queued.remove(id);
+        Job job = jobs.get(id);
+        JobStatus ended = job.handle().status().finished(state, Instant.now(), null);
+        jobs.put(id, job.ended());
+        hub.tell(new MetricsHub.Publish(id, new EndEvent(state, 0, null)));
+        onJobUpdated(new JobUpdated(ended));
+    }
+
+    private Behavior<Command> onGetCapacity(GetCapacity get) {
+        get.replyTo().tell(new Capacity(runningCount(), queued.size(), reservedBytes(), admission, shuttingDown));
         return this;
     }
 
@@ -174,8 +313,10 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         Job job = jobs.get(cancel.jobId());
         if (job != null && job.supervisor() != null) {
             job.supervisor().tell(new JobSupervisor.Cancel());
+        } else if (job != null && job.handle().status().state() == JobState.QUEUED) {
+            endQueued(cancel.jobId(), JobState.CANCELLED);
         }
-        cancel.replyTo().tell(Optional.ofNullable(job).map(j -> j.handle().status()));
+        cancel.replyTo().tell(Optional.ofNullable(jobs.get(cancel.jobId())).map(j -> j.handle().status()));
         return this;
     }
 
@@ -188,7 +329,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
                     "job " + evaluate.jobId() + " is not running")));
         } else {
-            job.supervisor().tell(new JobSupervisor.Evaluate(evaluate.batch(), evaluate.replyTo()));
+            job.supervisor().tell(new JobSupervisor.Evaluate(evaluate.batch(), evaluate.ticket(), evaluate.replyTo()));
         }
         return this;
     }
@@ -196,6 +337,9 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     private Behavior<Command> onStopAll(StopAll stop) {
         shuttingDown = true;
         stopWaiters.add(stop.replyTo());
+        for (String id : List.copyOf(queued)) {
+            endQueued(id, JobState.STOPPED); // never started: it stays resumable from its (absent) checkpoint
+        }
         for (Job job : jobs.values()) {
             if (job.supervisor() != null && !job.handle().status().state().isTerminal()) {
                 job.supervisor().tell(new JobSupervisor.CheckpointAndStop());
@@ -216,8 +360,10 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         if (job == null) {
             return this;
         }
-        jobs.put(status.id(), job.withStatus(status));
+        Instant startedAt = job.handle().status().startedAt();
+        jobs.put(status.id(), job.withStatus(startedAt == null ? status : status.withStartedAt(startedAt)));
         if (status.state().isTerminal()) {
+            startQueued();
             finishedOrder.add(status.id());
             while (finishedOrder.size() > retainFinished) {
                 String dropped = finishedOrder.remove();
@@ -235,7 +381,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         if (job == null || !stopped.supervisor().equals(job.supervisor())) {
             return this;
         }
-        jobs.put(stopped.jobId(), new Job(job.handle(), null));
+        jobs.put(stopped.jobId(), job.ended());
         if (!job.handle().status().state().isTerminal()) {
             getContext().getSelf().tell(new JobUpdated(job.handle().status().finished(JobState.FAILED,
                     Instant.now(), "job supervisor stopped unexpectedly")));

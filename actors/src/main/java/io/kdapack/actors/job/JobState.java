@@ -2,6 +2,8 @@ package io.kdapack.actors.job;
 
 /** Lifecycle of a job run. */
 public enum JobState {
+    /** Accepted, waiting for a free slot or for memory within the server's budget. */
+    QUEUED,
     /** Restoring its checkpoint and starting the pipeline. */
     STARTING,
     RUNNING,
@@ -15,7 +17,7 @@ public enum JobState {
     STOPPED;
 
     public boolean isTerminal() {
-        return this != STARTING && this != RUNNING;
+        return this != QUEUED && this != STARTING && this != RUNNING;
     }
 
     /** Whether a run in this state can be resumed from its checkpoint. */

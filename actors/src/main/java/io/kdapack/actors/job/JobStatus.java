@@ -10,7 +10,7 @@ import java.time.Instant;
  * @param step       optimizer steps completed
  * @param totalSteps optimizer steps planned
  * @param lastLoss   loss of the last completed step, or null before the first
- * @param startedAt  when this run started
+ * @param startedAt  when this run started (null while queued)
  * @param finishedAt when it reached a terminal state, or null
  * @param error      why it failed, or null
  */
@@ -19,6 +19,15 @@ public record JobStatus(String id, JobState state, long step, long totalSteps, D
 
     static JobStatus starting(String id, long totalSteps, Instant now) {
         return new JobStatus(id, JobState.STARTING, 0, totalSteps, null, now, null, null);
+    }
+
+    static JobStatus queued(String id, long totalSteps) {
+        return new JobStatus(id, JobState.QUEUED, 0, totalSteps, null, null, null, null);
+    }
+
+    /** The same snapshot with the start time the job manager recorded (supervisors take their own clock reading). */
+    JobStatus withStartedAt(Instant start) {
+        return new JobStatus(id, state, step, totalSteps, lastLoss, start, finishedAt, error);
     }
 
     JobStatus running(long step, Double loss) {

@@ -11,6 +11,7 @@ import io.kdapack.training.pipeline.StepLoss;
 import io.kdapack.training.pipeline.TrainingBackend;
 import io.kdapack.training.pipeline.TrainingPlan;
 import java.time.Instant;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.ChildFailed;
@@ -41,7 +42,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     public static final String PIPELINE_DISPATCHER = "kdapack.pipeline-dispatcher";
 
     public sealed interface Command permits Cancel, CheckpointAndStop, Evaluate, Restored, StepLossReady, Applied,
-            Saved, Timeout {
+            JournalSynced, Saved, Timeout {
     }
 
     /** Stop after the step in progress; the last checkpoint stays as it is. */
@@ -52,7 +53,11 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     public record CheckpointAndStop() implements Command {
     }
 
-    public record Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+    public record Evaluate(MicroBatch batch, EvaluationTicket ticket, ActorRef<StatusReply<BatchLoss>> replyTo)
+            implements Command {
+        public Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
+            this(batch, EvaluationTicket.UNBOUNDED, replyTo);
+        }
     }
 
     private record Restored(long step) implements Command {
@@ -65,6 +70,10 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     }
 
     private record Saved(long step) implements Command {
+    }
+
+    /** The event journal holds every step up to the checkpoint about to be written. */
+    private record JournalSynced(long step) implements Command {
     }
 
     /** An ask or the step timer ran out; {@code what} says what did not complete in time. */
@@ -125,6 +134,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
                 .onMessage(Restored.class, this::onRestored)
                 .onMessage(StepLossReady.class, this::onStepLossReady)
                 .onMessage(Applied.class, this::onApplied)
+                .onMessage(JournalSynced.class, this::onJournalSynced)
                 .onMessage(Saved.class, this::onSaved)
                 .onMessage(Timeout.class, this::onTimeout)
                 .onMessage(Cancel.class, this::onCancel)
@@ -153,6 +163,8 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
             batchSegmenter = backend.segmenter();
         } catch (RuntimeException e) {
             return finish(JobState.FAILED, "starting the pipeline failed: " + e.getMessage());
+        } catch (OutOfMemoryError e) { // the dataset's sample order did not fit: this job fails, nothing else
+            return finish(JobState.FAILED, new JobOutOfMemory("starting the pipeline", e).getMessage());
         }
         var loader = context.spawn(Loader.create(samples, step * microBatches), "loader", pipeline);
         segmenter = context.spawn(Segmenter.create(batchSegmenter, loader, settings.prefetch(),
@@ -207,8 +219,21 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         return plan.checkpointDue(stepLoss.step()) ? saveCheckpoint() : nextStepOrFinish();
     }
 
+    /**
+     * The journal is forced to disk before the checkpoint is written, so that a checkpoint never holds a step the
+     * journal could lose (a resumed run would then publish steps that do not follow the history).
+     */
     private Behavior<Command> saveCheckpoint() {
         long step = status.step();
+        getContext().ask(Done.class, hub, settings.storeTimeout(), replyTo -> new MetricsHub.Sync(jobId, replyTo),
+                (done, failure) -> failure == null ? new JournalSynced(step)
+                        : new Timeout("syncing the event journal before the checkpoint of step " + step
+                                + " did not complete within " + settings.storeTimeout()));
+        return this;
+    }
+
+    private Behavior<Command> onJournalSynced(JournalSynced synced) {
+        long step = synced.step();
         getContext().ask(Model.Saved.class, model, settings.storeTimeout(),
                 replyTo -> new Model.SaveCheckpoint(step, replyTo),
                 (saved, failure) -> failure == null ? new Saved(saved.step())
@@ -237,12 +262,15 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     }
 
     private Behavior<Command> onEvaluate(Evaluate evaluate) {
-        model.tell(new Model.Evaluate(evaluate.batch(), evaluate.replyTo()));
+        model.tell(new Model.Evaluate(evaluate.batch(), evaluate.ticket(), evaluate.replyTo()));
         return this;
     }
 
     private Behavior<Command> onStageFailed(ChildFailed failed) {
         Throwable cause = failed.getCause();
+        if (cause instanceof JobOutOfMemory) {
+            return finish(JobState.FAILED, cause.getMessage() + " [" + failed.getRef().path().name() + " stage]");
+        }
         String message = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
         return finish(JobState.FAILED, failed.getRef().path().name() + " stage failed: " + message);
     }

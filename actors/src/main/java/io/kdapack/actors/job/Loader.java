@@ -50,7 +50,8 @@ public final class Loader extends AbstractBehavior<Loader.Command> {
     }
 
     private Behavior<Command> onFetch(Fetch fetch) throws Exception {
-        RawMicroBatch batch = source.load(nextIndex);
+        long index = nextIndex;
+        RawMicroBatch batch = JobOutOfMemory.guard("loading micro-batch " + index, () -> source.load(index));
         if (batch.index() != nextIndex) {
             throw new IllegalStateException("sample source returned micro-batch " + batch.index() + " for index " + nextIndex);
         }

@@ -34,6 +34,14 @@ import org.apache.pekko.pattern.StatusReply;
  * {@link Evaluate} requests that arrive during a step wait until its optimizer step is applied, so they never
  * come between the micro-batches of a step; at most {@link #MAX_WAITING_EVALUATIONS} wait, later ones are
  * refused as busy, and those still waiting when the stage stops are answered with an error.
+ *
+ * <p>Training comes first: evaluations run on a budget of half the time the job's steps have taken. Each
+ * evaluation's time is charged against it, and one runs only while the budget is not overdrawn, so over any stretch
+ * evaluations take at most about half as much compute as the steps (the job keeps about 2/3 of its step rate or more,
+ * however many are sent). A large evaluation is scored in pieces of rows ({@link RowScoring}) of about a training
+ * step's tokens, so a single one never holds the steps back for longer than about a step; its answer names the steps
+ * of the weights of its first and last piece. An evaluation whose ticket has died meanwhile (deadline passed, client gone)
+ * is dropped unrun. Every answer names the step of the weights that scored it.
  */
 public final class Model extends AbstractBehavior<Model.Command> {
 
@@ -66,7 +74,11 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     /** Loss of a packed batch under the current weights; a bad batch is answered with an error, not a failure. */
-    public record Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) implements Command {
+    public record Evaluate(MicroBatch batch, EvaluationTicket ticket, ActorRef<StatusReply<BatchLoss>> replyTo)
+            implements Command {
+        public Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
+            this(batch, EvaluationTicket.UNBOUNDED, replyTo);
+        }
     }
 
     private record Pulled(Segmenter.Delivered delivered, Throwable failure) implements Command {
@@ -82,8 +94,26 @@ public final class Model extends AbstractBehavior<Model.Command> {
     private final List<MicroBatch> stepBatches = new ArrayList<>();
     /** True from a {@link RunStep} until its {@link ApplyOptimizer}: gradients are partly accumulated. */
     private boolean inStep;
-    private final Queue<Evaluate> waitingEvaluations = new ArrayDeque<>();
+    private final Queue<RowScoring> waitingEvaluations = new ArrayDeque<>();
+    /** Tokens of an evaluation piece: those of the last training step (a piece costs about a forward of a step). */
+    private int pieceTokens = DEFAULT_PIECE_TOKENS;
+    static final int DEFAULT_PIECE_TOKENS = 4096;
     private final PipelineGauges gauges;
+    /** Optimizer steps applied to the weights: the restored checkpoint's step, then one more per step. */
+    private long weightsStep;
+    /**
+     * Evaluations may take 1/{@link #EVALUATION_SHARE} of the steps' time: half, so that however many are sent the job
+     * keeps at least about 2/3 of its step rate.
+     */
+    static final int EVALUATION_SHARE = 2;
+    /** Granted on top at every step, so that steps that cost next to nothing still let small evaluations through. */
+    static final long MIN_CREDIT_PER_STEP_NANOS = 1_000_000;
+    /** The steps' time / EVALUATION_SHARE minus the evaluations', in ns (at most one step's grant); evaluations run while
+     *  it is >= 0. */
+    private long evaluationCreditNanos;
+    /** When the last step (or the restore) ended, and the evaluation time spent since. */
+    private long lastStepEndNanos = System.nanoTime();
+    private long evaluationNanosSinceStep;
 
     /** @param gauges where the number of {@link #waitingEvaluations} is shown */
     public static Behavior<Command> create(TrainingBackend backend, Duration pullTimeout, PipelineGauges gauges) {
@@ -112,7 +142,9 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     private Behavior<Command> onRestore(Restore restore) throws Exception {
-        restore.replyTo().tell(new Restored(compute().restoreLatestCheckpoint()));
+        weightsStep = JobOutOfMemory.guard("restoring the checkpoint", () -> compute().restoreLatestCheckpoint());
+        lastStepEndNanos = System.nanoTime();
+        restore.replyTo().tell(new Restored(weightsStep));
         return this;
     }
 
@@ -148,7 +180,10 @@ public final class Model extends AbstractBehavior<Model.Command> {
             pullNext();
             return this;
         }
-        List<MicroBatchLoss> losses = compute.forwardBackward(List.copyOf(stepBatches));
+        List<MicroBatch> batches = List.copyOf(stepBatches);
+        pieceTokens = Math.max(1, batches.stream().mapToInt(MicroBatch::size).sum());
+        List<MicroBatchLoss> losses = JobOutOfMemory.guard("in forward/backward of step " + current.step(),
+                () -> compute.forwardBackward(batches));
         if (losses.size() != current.microBatches()) {
             throw new IllegalStateException("forwardBackward returned " + losses.size() + " losses for "
                     + current.microBatches() + " micro-batches");
@@ -164,27 +199,35 @@ public final class Model extends AbstractBehavior<Model.Command> {
     }
 
     private Behavior<Command> onApplyOptimizer(ApplyOptimizer apply) throws Exception {
-        apply.replyTo().tell(new Applied(apply.loss().step(), compute().optimizerStep(apply.loss())));
+        apply.replyTo().tell(new Applied(apply.loss().step(), JobOutOfMemory.guard("in the optimizer step",
+                () -> compute().optimizerStep(apply.loss()))));
+        // The step's time is the wall time since the last step ended, less the evaluations run in it: what sets the
+        // step rate. Unspent budget is not banked beyond one step's grant: a job that trained alone for an hour must
+        // not then spend half an hour on evaluations at once.
+        long now = System.nanoTime();
+        long grant = (now - lastStepEndNanos - evaluationNanosSinceStep) / EVALUATION_SHARE + MIN_CREDIT_PER_STEP_NANOS;
+        evaluationCreditNanos = Math.min(evaluationCreditNanos + grant, grant);
+        lastStepEndNanos = now;
+        evaluationNanosSinceStep = 0;
+        weightsStep = apply.loss().step();
         inStep = false;
-        while (!waitingEvaluations.isEmpty()) {
-            evaluate(waitingEvaluations.remove());
-        }
-        gauges.setWaitingEvaluations(0);
+        scoreWaiting();
         return this;
     }
 
     private Behavior<Command> onSaveCheckpoint(SaveCheckpoint save) throws Exception {
-        compute().saveCheckpoint(save.step());
+        JobOutOfMemory.guard("saving the checkpoint", () -> {
+            compute().saveCheckpoint(save.step());
+            return null;
+        });
         save.replyTo().tell(new Saved(save.step()));
         return this;
     }
 
     private Behavior<Command> onEvaluate(Evaluate evaluate) {
-        if (!inStep) {
-            evaluate(evaluate);
-        } else if (waitingEvaluations.size() < MAX_WAITING_EVALUATIONS) {
-            waitingEvaluations.add(evaluate);
-            gauges.setWaitingEvaluations(waitingEvaluations.size());
+        if (waitingEvaluations.size() < MAX_WAITING_EVALUATIONS) {
+            waitingEvaluations.add(new RowScoring(evaluate));
+            scoreWaiting();
         } else {
             evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.BUSY,
                     "the model is busy: " + MAX_WAITING_EVALUATIONS
@@ -193,25 +236,67 @@ public final class Model extends AbstractBehavior<Model.Command> {
         return this;
     }
 
-    private void evaluate(Evaluate evaluate) {
+    /** Answers an evaluation whose ticket has died; true if it had. */
+    private static boolean answeredIfDead(Evaluate evaluate) {
+        String why = evaluate.ticket().whyDead();
+        if (why != null) {
+            evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.BUSY, why)));
+        }
+        return why != null;
+    }
+
+    /**
+     * Between steps, while the budget allows: scores the next piece of the first waiting evaluation, answering each
+     * when its last piece is done (and dropping those whose ticket died).
+     */
+    private void scoreWaiting() {
+        while (!inStep && !waitingEvaluations.isEmpty() && evaluationCreditNanos >= 0) {
+            RowScoring scoring = waitingEvaluations.peek();
+            if (answeredIfDead(scoring.request) || scorePiece(scoring)) {
+                waitingEvaluations.remove();
+            }
+        }
+        gauges.setWaitingEvaluations(waitingEvaluations.size());
+    }
+
+    /** Scores one piece; true when the evaluation is over (answered, or failed). */
+    private boolean scorePiece(RowScoring scoring) {
+        Evaluate evaluate = scoring.request;
+        long start = System.nanoTime();
         try {
-            evaluate.replyTo().tell(StatusReply.success(compute().evaluate(evaluate.batch())));
+            MicroBatch piece = scoring.nextPiece(pieceTokens);
+            scoring.add(piece, compute().evaluate(piece), weightsStep);
+            if (scoring.done()) {
+                evaluate.replyTo().tell(StatusReply.success(scoring.result()));
+                return true;
+            }
+            return false;
+        } catch (OutOfMemoryError e) {
+            // The batch's allocations are garbage now; the job's own state is untouched, so it trains on.
+            evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.BUSY,
+                    "out of memory evaluating the batch (" + e.getMessage() + "); send a smaller one")));
+            return true;
         } catch (Exception e) {
             evaluate.replyTo().tell(StatusReply.error(e.getMessage() == null ? e.toString() : e.getMessage()));
+            return true;
+        } finally {
+            long spent = System.nanoTime() - start;
+            evaluationCreditNanos -= spent;
+            evaluationNanosSinceStep += spent;
         }
     }
 
     private StepCompute compute() throws Exception {
         if (compute == null) {
-            compute = backend.createCompute();
+            compute = JobOutOfMemory.guard("building the model", backend::createCompute);
         }
         return compute;
     }
 
     private Behavior<Command> onPostStop(PostStop signal) throws Exception {
         // The step they wait for will not finish: answer now rather than leave the callers to time out.
-        for (Evaluate waiting : waitingEvaluations) {
-            waiting.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
+        for (RowScoring waiting : waitingEvaluations) {
+            waiting.request.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
                     "the job stopped before its current step finished; the evaluation was not run")));
         }
         waitingEvaluations.clear();

@@ -90,7 +90,8 @@ public final class Segmenter extends AbstractBehavior<Segmenter.Command> {
     private Behavior<Command> onLoaded(WrappedLoaded message) throws Exception {
         fetchesInFlight--;
         var raw = message.loaded().batch();
-        ready.add(new Delivered(raw.index(), segmenter.segment(raw)));
+        ready.add(new Delivered(raw.index(), JobOutOfMemory.guard("segmenting micro-batch " + raw.index(),
+                () -> segmenter.segment(raw))));
         deliver();
         refill();
         return this;

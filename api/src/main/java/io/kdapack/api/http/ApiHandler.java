@@ -1,8 +1,10 @@
 package io.kdapack.api.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.job.EvaluationTicket;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
+import io.kdapack.actors.job.JobOutOfMemory;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.api.server.InferenceService;
 import io.kdapack.api.server.JobService;
@@ -12,8 +14,10 @@ import io.kdapack.core.loss.LossReport;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.training.pipeline.BatchLoss;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.group.ChannelGroup;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -51,6 +55,8 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final Duration eventBatch;
     /** Null when the server runs without inference. */
     private final InferenceService inference;
+    private final int maxStepTokens;
+    private final ChannelGroup eventStreams;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -70,17 +76,17 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                            String lastEventId) {
     }
 
-    /** @param eventBatch shortest time between two sends on one event stream ({@link EventStreamHandler}) */
+    /**
+     * @param eventBatch    shortest time between two sends on one event stream ({@link EventStreamHandler})
+     * @param maxStepTokens largest {@code POST /v1/steps} batch, B·T tokens
+     * @param eventStreams  where connections that stream events are registered (a shutdown waits for them to end)
+     */
     public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
-                      Duration eventBatch) {
-        this(jobs, metrics, openApi, frames, eventBatch, null);
-    }
-
-    /** @param inference the completions and models endpoints' service, or null to answer them 503 */
-    public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
-                      Duration eventBatch, InferenceService inference) {
+                      Duration eventBatch, int maxStepTokens, ChannelGroup eventStreams, InferenceService inference) {
         this.inference = inference;
         this.jobs = jobs;
+        this.eventStreams = eventStreams;
+        this.maxStepTokens = maxStepTokens;
         this.frames = frames;
         this.metrics = metrics;
         this.openApi = openApi;
@@ -147,7 +153,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
             throw ApiException.badRequest("job id must match " + JobManager.JOB_ID.pattern(), "id");
         }
         return switch (request.match().route()) {
-            case HEALTH -> reply(Responses.json(HttpResponseStatus.OK, Map.of("status", "ok")));
+            case HEALTH -> jobs.capacity().thenApply(ApiHandler::health);
             case OPENAPI -> reply(Responses.bytes(HttpResponseStatus.OK, "application/yaml", openApi));
             case METRICS -> jobs.list().thenApply(list ->
                     new Reply(Responses.text(HttpResponseStatus.OK, PROMETHEUS_TEXT, metrics.scrape(list))));
@@ -170,6 +176,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                     // The stream owns the connection from now on; a further request on it is dropped.
                     ctx.pipeline().replace(this, "events",
                             new EventStreamHandler(job.events(), frames.of(job.events()), lastSeen, eventBatch));
+                    eventStreams.add(ctx.channel());
                     return new Streaming();
                 });
             }
@@ -186,8 +193,18 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                     batch = steps.toBatch();
                     job = steps.job();
                 }
-                yield jobs.evaluate(job, batch).thenApply(loss ->
-                        new Reply(Responses.json(HttpResponseStatus.OK, lossJson(job, loss))));
+                if (batch.size() > maxStepTokens) {
+                    throw ApiException.badRequest("the batch has " + batch.rows() + " x " + batch.length() + " = "
+                            + batch.size() + " tokens, more than server.max_step_tokens (" + maxStepTokens + ")",
+                            "tokens");
+                }
+                // A client that hangs up takes its evaluation with it, if the job has not run it yet.
+                EvaluationTicket ticket = jobs.newEvaluationTicket();
+                ChannelFutureListener abandon = closed -> ticket.abandon();
+                ctx.channel().closeFuture().addListener(abandon);
+                yield jobs.evaluate(job, batch, ticket).whenComplete((loss, failure) ->
+                                ctx.channel().closeFuture().removeListener(abandon))
+                        .thenApply(loss -> new Reply(Responses.json(HttpResponseStatus.OK, lossJson(job, loss))));
             }
             case COMPLETIONS -> {
                 requireJson(request.contentType());
@@ -208,6 +225,22 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                     null);
         }
         return inference;
+    }
+
+    /** 200 {@code ok} while a new job would be accepted, else 503 {@code not ready} with the reason. */
+    private static Outcome health(JobManager.Capacity capacity) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("status", capacity.canTakeWork() ? "ok" : "not ready");
+        if (!capacity.canTakeWork()) {
+            body.put("reason", capacity.shuttingDown() ? "the server is shutting down"
+                    : "every job slot (server.max_running_jobs = " + capacity.admission().maxRunning()
+                            + ") and queue place (server.max_queued_jobs = " + capacity.admission().maxQueued()
+                            + ") is taken");
+        }
+        body.put("running_jobs", capacity.running());
+        body.put("queued_jobs", capacity.queued());
+        return new Reply(Responses.json(capacity.canTakeWork() ? HttpResponseStatus.OK
+                : HttpResponseStatus.SERVICE_UNAVAILABLE, body));
     }
 
     private static CompletionStage<Outcome> reply(FullHttpResponse response) {
@@ -260,7 +293,13 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private Reply jobList(List<JobHandle> handles) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("jobs", handles.stream().map(handle -> statusJson(handle.status())).toList());
-        body.put("resumable", jobs.unfinishedJobs());
+        // Offered for resume: jobs on disk that are not running or waiting here and did not run out of memory.
+        Map<String, JobStatus> known = new LinkedHashMap<>();
+        handles.forEach(handle -> known.put(handle.status().id(), handle.status()));
+        body.put("resumable", jobs.unfinishedJobs().stream().filter(id -> {
+            JobStatus status = known.get(id);
+            return status == null || status.state().isResumable() && !JobOutOfMemory.describes(status.error());
+        }).toList());
         return new Reply(Responses.json(HttpResponseStatus.OK, body));
     }
 
@@ -281,6 +320,8 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private static Map<String, Object> lossJson(String job, BatchLoss loss) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("job", job);
+        body.put("step", loss.weightsStep());
+        body.put("last_step", loss.weightsLastStep());
         body.put("loss", loss.total().mean());
         body.put("count", loss.total().count());
         body.put("segments", loss.segments().stream().map(ApiHandler::segmentJson).toList());

@@ -35,12 +35,20 @@ public final class Responses {
         return response;
     }
 
-    /** {@code {"error": message, "field": field}} with the exception's status. */
+    /** Longest error message or field name sent: an error never echoes a large request back. */
+    static final int MAX_ERROR_CHARS = 2000;
+
+    /** {@code {"error": message, "field": field}} with the exception's status, each cut to {@link #MAX_ERROR_CHARS}. */
     public static FullHttpResponse error(ApiException error) {
         Map<String, Object> body = new LinkedHashMap<>();
-        body.put("error", error.getMessage());
-        body.put("field", error.field());
+        body.put("error", truncate(error.getMessage()));
+        body.put("field", truncate(error.field()));
         return json(error.status(), body);
+    }
+
+    private static String truncate(String text) {
+        return text == null || text.length() <= MAX_ERROR_CHARS ? text
+                : text.substring(0, MAX_ERROR_CHARS) + "… (" + text.length() + " characters)";
     }
 
     /** Sends {@code response}; closes the connection afterwards unless the request asked to keep it alive. */

@@ -72,6 +72,12 @@ public record StepsRequest(String job, int[][] tokens, int[][] labels, @JsonProp
             if (mask[i] != 0f && mask[i] != 1f) {
                 throw ApiException.badRequest("entry " + i + " must be 0 or 1, got " + mask[i], "loss_mask");
             }
+            // Segment id 0 is padding: it belongs to no segment, so counting its loss would make the per-segment
+            // losses not add up to the total.
+            if (mask[i] == 1f && segments[i] == 0) {
+                throw ApiException.badRequest("entry " + i + " is padding (segment_ids 0) but has loss_mask 1; padding "
+                        + "is never scored: give it loss_mask 0", "loss_mask");
+            }
         }
         return new MicroBatch(rows, length, tokens, labels, mask, positions, segments, null, null);
     }

@@ -3,12 +3,15 @@ package io.kdapack.api.jobs;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kdapack.actors.events.EventJournal;
+import io.kdapack.actors.job.JobOutOfMemory;
 import io.kdapack.api.http.ApiException;
 import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.config.ConfigLoader;
 import io.kdapack.config.KdapackConfig;
 import io.kdapack.core.io.SafeTensors;
+import io.kdapack.data.indexed.IndexedDataset;
 import io.kdapack.training.DatasetPaths;
 import io.kdapack.training.ModelFactory;
 import io.kdapack.training.TrainingCorpora;
@@ -34,6 +37,7 @@ import java.util.stream.Stream;
  * job.json       {"config": every key of the bound configuration, "dataset": the resolved dataset prefix (or the
  *                blend as "W1 P1 W2 P2 …"), "prefixes": the resolved prefixes, "weights": their blend weights or null}
  * checkpoints/   step-NNNNNNNN as kdapack train writes them (train.checkpoint.dir is ignored for server jobs)
+ * events.jsonl   every step event of every run, and each run's end event (EventJournal)
  * </pre>
  *
  * <p>{@code train.data.prefix}, and every {@code train.data.blend[i].prefix}, resolves inside the data root
@@ -44,6 +48,7 @@ import java.util.stream.Stream;
 public final class TrainingJobFactory implements JobFactory {
     static final String JOB_FILE = "job.json";
     static final String CHECKPOINTS = "checkpoints";
+    static final String EVENTS = "events.jsonl";
     private static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String PREFIX_KEY = "train.data.prefix";
@@ -101,7 +106,15 @@ public final class TrainingJobFactory implements JobFactory {
         return backend(dir, config, new TrainingCorpora(checked, recorded.weights()));
     }
 
-    /** Jobs with a {@code job.json} whose newest complete checkpoint is before their last step. */
+    @Override
+    public Path eventJournal(String jobId) {
+        return jobDir(jobId).resolve(EVENTS);
+    }
+
+    /**
+     * Jobs with a {@code job.json} whose newest complete checkpoint is before their last step, except those whose last
+     * run ran out of memory (it would again) and those whose dataset is gone.
+     */
     @Override
     public List<String> unfinishedJobs() {
         List<String> unfinished = new ArrayList<>();
@@ -111,8 +124,14 @@ public final class TrainingJobFactory implements JobFactory {
                 if (!Files.isRegularFile(file)) {
                     continue;
                 }
-                long steps = JSON.readTree(file.toFile()).path("config").path("train").path("steps").asLong();
-                if (checkpointedStep(dir.resolve(CHECKPOINTS)) < steps) {
+                JsonNode record = JSON.readTree(file.toFile());
+                long steps = record.path("config").path("train").path("steps").asLong();
+                Path dataset = Path.of(record.path("dataset").asText());
+                boolean datasetThere = Files.isRegularFile(IndexedDataset.idxPath(dataset))
+                        && Files.isRegularFile(IndexedDataset.binPath(dataset));
+                boolean outOfMemory = EventJournal.lastEnd(dir.resolve(EVENTS))
+                        .map(end -> JobOutOfMemory.describes(end.error())).orElse(false);
+                if (datasetThere && !outOfMemory && checkpointedStep(dir.resolve(CHECKPOINTS)) < steps) {
                     unfinished.add(dir.getFileName().toString());
                 }
             }
@@ -123,7 +142,22 @@ public final class TrainingJobFactory implements JobFactory {
     }
 
     private TrainingBackend backend(Path dir, KdapackConfig config, TrainingCorpora corpora) {
-        return new TrainerBackend(config, models, corpora, dir.resolve(CHECKPOINTS));
+        // The estimate reads the first corpus's index for its document counts (a blend's others are of the same order).
+        return new EstimatedBackend(new TrainerBackend(config, models, corpora, dir.resolve(CHECKPOINTS)),
+                JobMemoryModel.estimate(config, corpora.prefixes().getFirst()));
+    }
+
+    /** Removes the directory of a job that {@link #create} made but the server did not accept. */
+    @Override
+    public void discard(String jobId) throws IOException {
+        Path dir = jobDir(jobId);
+        if (Files.isDirectory(dir)) {
+            try (Stream<Path> files = Files.walk(dir)) {
+                for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.delete(file);
+                }
+            }
+        }
     }
 
     /** The corpora a job record names ({@code prefixes}/{@code weights}; records without them name one "dataset"). */

@@ -25,4 +25,16 @@ public interface JobFactory {
 
     /** Jobs found on disk that have not finished (for example after a restart); they can be resumed. */
     List<String> unfinishedJobs();
+
+    /**
+     * Where job {@code jobId}'s event history is kept on disk ({@link io.kdapack.actors.events.EventJournal}), so that
+     * it outlives the server; null (the default) keeps it in memory only.
+     */
+    default java.nio.file.Path eventJournal(String jobId) {
+        return null;
+    }
+
+    /** Forgets a job that {@link #create} built but the server refused (its files, if any); nothing by default. */
+    default void discard(String jobId) throws Exception {
+    }
 }

@@ -2,8 +2,11 @@ package io.kdapack.api.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.actors.job.EvaluationRefused;
+import io.kdapack.actors.job.EvaluationTicket;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
+import io.kdapack.actors.job.JobOutOfMemory;
+import io.kdapack.actors.job.JobRefused;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.api.http.ApiException;
@@ -28,6 +31,7 @@ import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.japi.function.Function;
 import org.apache.pekko.pattern.StatusReply;
+import org.slf4j.LoggerFactory;
 
 /**
  * The job operations behind the HTTP API: asks the {@link JobManager} actor (never blocking the caller) and
@@ -56,7 +60,7 @@ public final class JobService {
     public CompletionStage<JobStatus> create(JsonNode config) {
         String id = "j" + HexFormat.of().formatHex(nextId());
         return CompletableFuture.supplyAsync(() -> build(() -> factory.create(id, config)), blocking)
-                .thenCompose(backend -> start(id, backend));
+                .thenCompose(backend -> start(id, backend, true));
     }
 
     /** Starts a new run of a job that is not running, from its newest checkpoint. */
@@ -65,10 +69,15 @@ public final class JobService {
             if (handle.isPresent() && !handle.get().status().state().isResumable()) {
                 JobState state = handle.get().status().state();
                 throw ApiException.conflict("job " + id + (state.isTerminal()
-                        ? " has " + state.name().toLowerCase() + "; nothing to resume" : " is running"));
+                        ? " has " + state.name().toLowerCase() + "; nothing to resume"
+                        : " is " + state.name().toLowerCase()));
+            }
+            if (handle.isPresent() && JobOutOfMemory.describes(handle.get().status().error())) {
+                throw ApiException.conflict("job " + id + " ran out of memory; resuming it would again: "
+                        + handle.get().status().error());
             }
             return CompletableFuture.supplyAsync(() -> build(() -> factory.resume(id)), blocking)
-                    .thenCompose(backend -> start(id, backend));
+                    .thenCompose(backend -> start(id, backend, false));
         });
     }
 
@@ -101,12 +110,22 @@ public final class JobService {
      * stopped while the evaluation waited for its step), 503 too many evaluations waiting or no answer in time.
      */
     public CompletionStage<BatchLoss> evaluate(String id, MicroBatch batch) {
+        return evaluate(id, batch, newEvaluationTicket());
+    }
+
+    /** A ticket that dies when this service stops waiting for the answer (its ask timeout). */
+    public EvaluationTicket newEvaluationTicket() {
+        return EvaluationTicket.within(timeout);
+    }
+
+    /** As {@link #evaluate(String, MicroBatch)}; the job drops the work unrun once {@code ticket} has died. */
+    public CompletionStage<BatchLoss> evaluate(String id, MicroBatch batch, EvaluationTicket ticket) {
         return get(id).thenCompose(handle -> {
             JobStatus status = handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status();
             if (status.state().isTerminal()) {
                 throw ApiException.conflict("job " + id + " is not running (" + status.state().name().toLowerCase() + ")");
             }
-            return this.<StatusReply<BatchLoss>>ask(replyTo -> new JobManager.Evaluate(id, batch, replyTo),
+            return this.<StatusReply<BatchLoss>>ask(replyTo -> new JobManager.Evaluate(id, batch, ticket, replyTo),
                             "job " + id + " (its model is busy with a step, or stuck)")
                     .thenApply(reply -> {
                         if (reply.isError()) {
@@ -135,14 +154,45 @@ public final class JobService {
         return AskPattern.ask(manager, JobManager.StopAll::new, within, scheduler);
     }
 
-    private CompletionStage<JobStatus> start(String id, TrainingBackend backend) {
-        return this.<StatusReply<JobStatus>>ask(replyTo -> new JobManager.StartJob(id, backend, replyTo))
-                .thenApply(reply -> {
+    /** @param newJob the job's files were made for this request: remove them if the manager refuses it */
+    private CompletionStage<JobStatus> start(String id, TrainingBackend backend, boolean newJob) {
+        java.nio.file.Path journal = factory.eventJournal(id);
+        return this.<StatusReply<JobStatus>>ask(replyTo -> new JobManager.StartJob(id, backend, journal, replyTo))
+                .thenApplyAsync(reply -> {
                     if (reply.isError()) {
-                        throw ApiException.conflict(reply.getError().getMessage());
+                        if (newJob) {
+                            discard(id);
+                        }
+                        throw startError(reply.getError());
                     }
                     return reply.getValue();
-                });
+                }, blocking);
+    }
+
+    /** 400 for a job too large for the memory budget, 429 when every slot and queue place is taken, else 409. */
+    private static ApiException startError(Throwable error) {
+        if (error instanceof JobRefused refused) {
+            return switch (refused.reason()) {
+                case TOO_LARGE -> ApiException.badRequest(refused.getMessage(), refused.field());
+                case FULL -> new ApiException(HttpResponseStatus.TOO_MANY_REQUESTS, refused.getMessage(), null);
+                case CONFLICT -> ApiException.conflict(refused.getMessage());
+            };
+        }
+        return ApiException.conflict(error.getMessage());
+    }
+
+    /** Whether the server can take a new job now (readiness), and why not. */
+    public CompletionStage<JobManager.Capacity> capacity() {
+        return ask(JobManager.GetCapacity::new);
+    }
+
+    private void discard(String id) {
+        try {
+            factory.discard(id);
+        } catch (Exception e) {
+            LoggerFactory.getLogger(JobService.class).warn("could not remove the files of refused job {}: {}", id,
+                    e.toString());
+        }
     }
 
     private <T> CompletionStage<T> ask(Function<ActorRef<T>, JobManager.Command> message) {

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.kdapack.actors.inference.InferenceLimits;
 import io.kdapack.actors.inference.ModelSource;
+import io.kdapack.actors.job.Admission;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.api.http.DataRoot;
 import io.kdapack.api.http.HttpApiInitializer;
@@ -33,10 +34,15 @@ public final class KdapackServer implements AutoCloseable {
     private final HttpApiServer http;
     private final JobService jobs;
     private final Duration shutdownWait;
+    private final HttpApiInitializer initializer;
     private boolean closed;
+    /** Longest a shutdown waits for event streams to deliver what was pending (a batch interval is at most 1 h, but a
+     *  stream's default is 1 s; a client that reads nothing is not waited for longer than this). */
+    private static final Duration STREAM_DRAIN = Duration.ofSeconds(5);
 
     private KdapackServer(ActorSystem<JobManager.Command> actors, ExecutorService factoryCalls, HttpApiServer http,
-                          JobService jobs, Duration shutdownWait) {
+                          JobService jobs, Duration shutdownWait, HttpApiInitializer initializer) {
+        this.initializer = initializer;
         this.actors = actors;
         this.factoryCalls = factoryCalls;
         this.http = http;
@@ -70,13 +76,19 @@ public final class KdapackServer implements AutoCloseable {
         // Pekko's timer wheel ticks whether or not a timeout is due: at its default 10 ms, about 1 % of a core on
         // this 2-core VM, idle or not, and a wakeup on a trainer's core 100 times a second. The server's timeouts
         // are 0.3 s and more, so 100 ms ticks (a timeout fires up to one tick late) lose nothing.
+        // A job that runs out of heap fails alone: its stages turn OutOfMemoryError into an ordinary failure
+        // (JobOutOfMemory) before Pekko sees it. A fatal error anywhere else leaves the process in an unknown state,
+        // so Pekko's exit on it stays on, stated here rather than left to the default.
         Config config = ConfigFactory.parseString("""
                         pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
                         pekko.scheduler.tick-duration = 100ms
+                        pekko.jvm-exit-on-fatal-error = on
                         """)
                 .withFallback(ConfigFactory.load());
-        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished()), "kdapack",
-                config);
+        ServerLimits limits = settings.limits();
+        var admission = new Admission(limits.memoryBudget(), limits.maxRunningJobs(), limits.maxQueuedJobs());
+        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished(), admission),
+                "kdapack", config);
         ExecutorService factoryCalls = Executors.newFixedThreadPool(2, Thread.ofPlatform().name("job-factory-", 0)
                 .daemon(true).factory());
         try {
@@ -86,10 +98,10 @@ public final class KdapackServer implements AutoCloseable {
             var metrics = new ServerMetrics();
             metrics.watch(inference.gauges());
             var initializer = new HttpApiInitializer(jobs, metrics, token, settings.maxBodyBytes(), openApi,
-                    settings.eventBatch(), inference);
+                    settings.eventBatch(), limits, inference);
             var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
             return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
-                    .plus(settings.pipeline().stepTimeout()));
+                    .plus(settings.pipeline().stepTimeout()), initializer);
         } catch (InterruptedException | RuntimeException e) {
             actors.terminate();
             factoryCalls.shutdownNow();
@@ -117,6 +129,14 @@ public final class KdapackServer implements AutoCloseable {
             jobs.checkpointAndStopAll(shutdownWait).toCompletableFuture().get(shutdownWait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             LOG.warn("jobs did not all checkpoint and stop before shutdown: {}", e.toString());
+        }
+        try {
+            // Every job has ended, so every stream ends once it has sent what was pending and the end event.
+            if (!initializer.awaitEventStreamsEnded(STREAM_DRAIN)) {
+                LOG.warn("event streams had not all ended {} after the jobs stopped; closing them", STREAM_DRAIN);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         http.close();
         factoryCalls.shutdownNow();

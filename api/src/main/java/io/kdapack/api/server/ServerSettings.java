@@ -20,9 +20,18 @@ import java.time.Duration;
  * @param askTimeout     longest an HTTP call waits on the job actors before answering 503
  * @param retainFinished finished jobs whose status and event history are kept
  * @param pipeline       actor pipeline settings of every job
+ * @param limits         what clients and jobs may consume (admission, connections, timeouts, batch sizes)
  */
 public record ServerSettings(String bind, int port, String token, Path tokenFile, int maxBodyBytes, Path dataRoot,
-                             Duration eventBatch, Duration askTimeout, int retainFinished, PipelineSettings pipeline) {
+                             Duration eventBatch, Duration askTimeout, int retainFinished, PipelineSettings pipeline,
+                             ServerLimits limits) {
+
+    /** Settings with the default {@link ServerLimits}. */
+    public ServerSettings(String bind, int port, String token, Path tokenFile, int maxBodyBytes, Path dataRoot,
+                          Duration eventBatch, Duration askTimeout, int retainFinished, PipelineSettings pipeline) {
+        this(bind, port, token, tokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout, retainFinished, pipeline,
+                ServerLimits.defaults());
+    }
 
     public ServerSettings {
         if (bind == null || bind.isBlank()) {
@@ -60,21 +69,26 @@ public record ServerSettings(String bind, int port, String token, Path tokenFile
         }
         return new ServerSettings(server.host(), server.port(), server.token(), Path.of(server.tokenFile()),
                 (int) server.maxBodyBytes(), Path.of(server.dataRoot()), Duration.ofMillis(server.eventBatchMs()),
-                Duration.ofSeconds(30), 32, PipelineSettings.DEFAULT);
+                Duration.ofSeconds(30), 32, PipelineSettings.DEFAULT, ServerLimits.from(server));
     }
 
     public ServerSettings withBind(String newBind) {
         return new ServerSettings(newBind, port, token, tokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout,
-                retainFinished, pipeline);
+                retainFinished, pipeline, limits);
     }
 
     public ServerSettings withPort(int newPort) {
         return new ServerSettings(bind, newPort, token, tokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout,
-                retainFinished, pipeline);
+                retainFinished, pipeline, limits);
     }
 
     public ServerSettings withToken(String newToken, Path newTokenFile) {
         return new ServerSettings(bind, port, newToken, newTokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout,
-                retainFinished, pipeline);
+                retainFinished, pipeline, limits);
+    }
+
+    public ServerSettings withLimits(ServerLimits newLimits) {
+        return new ServerSettings(bind, port, token, tokenFile, maxBodyBytes, dataRoot, eventBatch, askTimeout,
+                retainFinished, pipeline, newLimits);
     }
 }

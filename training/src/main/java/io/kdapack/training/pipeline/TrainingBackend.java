@@ -16,4 +16,9 @@ public interface TrainingBackend {
 
     /** Model stage: created lazily so that a GPU context can be created on the compute thread itself. */
     StepCompute createCompute() throws Exception;
+
+    /** The run's expected peak heap, for the job manager's admission control; unknown by default. */
+    default MemoryEstimate memoryEstimate() {
+        return MemoryEstimate.UNKNOWN;
+    }
 }
