@@ -15,9 +15,9 @@ package io.kdapack.config;
 public record ModelConfig(int vocabSize, int hiddenSize, int numLayers, int fullAttentionInterval, int intermediateSize,
                           double rmsNormEps, boolean tieWordEmbeddings, KdaConfig kda, MlaConfig mla, MtpConfig mtp) {
 
-    /** A tiny model for the demo task (vocabulary 131: 64 keys, 64 values, QUERY, EOD, PAD): 3 KDA + 1 MLA layers. */
+    /** A tiny model for the demo task (vocabulary 132: 64 keys, 64 values, QUERY, EOD, PAD, NONE): 3 KDA + 1 MLA layers. */
     public static ModelConfig defaults() {
-        return new ModelConfig(131, 64, 4, 4, 176, 1e-6, false, KdaConfig.defaults(), MlaConfig.defaults(),
+        return new ModelConfig(132, 64, 4, 4, 176, 1e-6, false, KdaConfig.defaults(), MlaConfig.defaults(),
                 MtpConfig.defaults());
     }
 
