@@ -42,7 +42,7 @@ final class EvalCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        ModelConfig model = ConfigLoader.load(config).model();
+        ModelConfig model = ConfigLoader.loadModel(config);
         SafeTensors weightTensors = read("--weights", weights);
         SafeTensors batchTensors = read("--batch", batch);
         HybridModel hybrid = new HybridModel(model, new KdaChunked(threads.count()), !noIsolation);

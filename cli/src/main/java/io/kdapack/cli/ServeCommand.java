@@ -33,7 +33,7 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ServerSettings settings = ServerSettings.from(ConfigLoader.load(config).server());
+        ServerSettings settings = ServerSettings.from(ConfigLoader.loadServer(config));
         if (port != null) {
             settings = settings.withPort(port);
         }

@@ -148,6 +148,7 @@ final class TrainCommand implements Callable<Integer> {
         RecallEval evaluator = new RecallEval(task, cfg.train().seqLength(), cfg.train().microBatchSize(),
                 trainer.model().mtpDepth());
         RecallEval.Result r = evaluator.score(evaluator.batches(heldOut.get(), EVAL_ROWS), trainer::evaluate);
+        RecallEval.PackingCheck packing = evaluator.packedVsAlone(heldOut.get(), EVAL_ROWS, trainer::evaluate);
         Map<String, Object> eval = new LinkedHashMap<>();
         eval.put("heldout", heldOut.get().toString());
         eval.put("isolation", cfg.train().isolation());
@@ -155,9 +156,17 @@ final class TrainCommand implements Callable<Integer> {
         eval.put("heldout_answers", r.answers());
         eval.put("heldout_answer_loss", r.answerLoss());
         eval.put("recall_accuracy", r.recallAccuracy());
+        eval.put("heldout_none_answers", r.noneAnswers());
+        eval.put("bound_recall", r.boundRecall());
+        eval.put("none_recall", r.noneRecall());
+        eval.put("packed_vs_alone_documents", packing.documents());
+        eval.put("packed_vs_alone_rel_err", packing.maxRelErr());
         run.writeEval(eval);
-        err.printf(Locale.ROOT, "kdapack train: held-out answer loss %.4f, recall %.1f%% (%d answers in %d documents)%n",
-                r.answerLoss(), 100 * r.recallAccuracy(), r.answers(), r.documents());
+        err.printf(Locale.ROOT, "kdapack train: held-out answer loss %.4f, recall %.1f%% (%d answers in %d documents; "
+                + "bound keys %.1f%%, NONE %.1f%% of %d)%n", r.answerLoss(), 100 * r.recallAccuracy(), r.answers(),
+                r.documents(), 100 * r.boundRecall(), 100 * r.noneRecall(), r.noneAnswers());
+        err.printf(Locale.ROOT, "kdapack train: per-document loss packed vs alone: largest relative difference %.2e "
+                + "(%d documents)%n", packing.maxRelErr(), packing.documents());
         return eval;
     }
 

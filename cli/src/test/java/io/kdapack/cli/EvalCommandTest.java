@@ -127,6 +127,24 @@ class EvalCommandTest {
         return SafeTensors.read(out);
     }
 
+    /**
+     * eval reads no dataset, so a vocabulary below the default {@code train.data.eod_id} (129) is no error: the
+     * configuration without the train section that the other tests add to satisfy kdapack train.
+     */
+    @Test
+    void acceptsAModelWhoseVocabularyIsBelowTheDefaultEodId(@TempDir Path dir) throws Exception {
+        String modelOnly = CONFIG.substring(0, CONFIG.indexOf("train:"));
+        Path config = Files.writeString(dir.resolve("tiny.yaml"), modelOnly);
+        HybridModel model = new HybridModel(ConfigLoader.fromYaml(CONFIG).model(), new KdaChunked(1), true);
+        model.initialize(7);
+        Path weights = dir.resolve("w.safetensors");
+        model.weights().write(weights);
+        Path batch = dir.resolve("b.safetensors");
+        batch().write(batch);
+        SafeTensors out = eval(config, weights, batch, dir.resolve("o.safetensors"));
+        assertEquals(13, out.get("count").toLongArray()[0]);
+    }
+
     @Test
     void badInputEndsInOneLineAndExitCode2(@TempDir Path dir) throws Exception {
         Path config = Files.writeString(dir.resolve("tiny.yaml"), CONFIG);

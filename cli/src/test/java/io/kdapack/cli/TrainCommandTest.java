@@ -68,6 +68,11 @@ class TrainCommandTest {
         assertTrue(answerLoss > 0 && Double.isFinite(answerLoss), r.out);
         JsonNode eval = JSON.readTree(run.resolve("eval.json").toFile());
         assertEquals(answerLoss, eval.get("heldout_answer_loss").asDouble());
+        assertTrue(eval.get("heldout_none_answers").asLong() > 0, eval.toString());
+        // A unigram model has no context: each held-out document's loss packed is exactly its loss alone.
+        assertEquals(0.0, summary.get("packed_vs_alone_rel_err").asDouble(), r.out);
+        assertEquals(0.0, eval.get("packed_vs_alone_rel_err").asDouble());
+        assertEquals(40, eval.get("packed_vs_alone_documents").asInt(), "every held-out document, packed and alone");
         assertTrue(JSON.readTree(run.resolve("config.json").toFile()).at("/train/steps").asInt() == 4);
     }
 
@@ -143,12 +148,22 @@ class TrainCommandTest {
             assertTrue(step.get("loss").asDouble() > 0 && step.get("mtp_loss").asDouble() > 0, step.toString());
             assertTrue(step.get("grad_norm").asDouble() > 0, step.toString());
         }
-        // Near-uniform predictions at initialisation: about ln 131.
-        assertEquals(Math.log(131), metrics.get(0).get("loss").asDouble(), 0.2);
+        // Near-uniform predictions at initialisation: about ln 132.
+        assertEquals(Math.log(132), metrics.get(0).get("loss").asDouble(), 0.2);
         assertTrue(Files.isRegularFile(run.resolve("checkpoints/step-00000002/model.safetensors")));
         assertTrue(Files.isRegularFile(run.resolve("loss.png")));
         JsonNode summary = JSON.readTree(r.out);
         assertTrue(summary.get("heldout_answers").asLong() > 0, r.out);
+        // With isolation a held-out document's loss packed equals its loss alone up to float32 summation order (the
+        // project's packing bar, 1e-5); without, it depends on the documents before it in its row.
+        double isolated = summary.get("packed_vs_alone_rel_err").asDouble();
+        assertTrue(isolated <= 1e-5, r.out);
+        Result leaky = run(new TrainCommand(), "train", "--config", config.toString(), "--out",
+                dir.resolve("leaky").toString(), "--no-isolation");
+        assertEquals(0, leaky.exit, leaky.err);
+        double leak = JSON.readTree(leaky.out).get("packed_vs_alone_rel_err").asDouble();
+        System.out.println("packed_vs_alone_rel_err: isolated " + isolated + ", no isolation " + leak);
+        assertTrue(leak > 1e-3, leaky.out);
     }
 
     /**

@@ -48,12 +48,13 @@ final class ConfigBinder {
 
     /**
      * @param document the merged document (YAML file, environment, system properties)
+     * @param uses     the sections the caller reads: their relations are checked
      * @param sourceOf where the value of a dotted key that the document sets came from
      */
-    static KdapackConfig bind(JsonObject document, Function<String, String> sourceOf) {
+    static KdapackConfig bind(JsonObject document, ConfigRules.Uses uses, Function<String, String> sourceOf) {
         Set<String> given = new HashSet<>();
         KdapackConfig config = bindRecord(KdapackConfig.class, KdapackConfig.defaults(), document, "", sourceOf, given);
-        ConfigRules.checkRelations(config, key -> given.contains(key) ? sourceOf.apply(key) : "default");
+        ConfigRules.checkRelations(config, uses, key -> given.contains(key) ? sourceOf.apply(key) : "default");
         return config;
     }
 

@@ -1,5 +1,6 @@
 package io.kdapack.config;
 
+import io.kdapack.core.model.ModelConfig;
 import io.vertx.config.ConfigRetriever;
 import io.vertx.config.ConfigRetrieverOptions;
 import io.vertx.config.ConfigStoreOptions;
@@ -61,6 +62,33 @@ public final class ConfigLoader {
      * @throws IllegalArgumentException when the file is missing or not valid YAML
      */
     public static KdapackConfig load(Path yamlFile, Map<String, String> environment, Properties properties) {
+        return load(yamlFile, environment, properties, ConfigRules.Uses.ALL);
+    }
+
+    /**
+     * The model section of {@code yamlFile} (may be null), the process environment and system properties, for a
+     * command that reads no dataset: every key is checked against its own rule, but only the model section's relations
+     * are (a small vocabulary is fine although the default {@code train.data.eod_id} lies outside it).
+     */
+    public static ModelConfig loadModel(Path yamlFile) {
+        return loadModel(yamlFile, System.getenv(), System.getProperties());
+    }
+
+    /** {@link #loadModel(Path)} with the given environment and properties. */
+    public static ModelConfig loadModel(Path yamlFile, Map<String, String> environment, Properties properties) {
+        return load(yamlFile, environment, properties, ConfigRules.Uses.MODEL).model();
+    }
+
+    /**
+     * The server section of {@code yamlFile} (may be null), the process environment and system properties: every key
+     * is checked against its own rule, no relation of the model and train sections (jobs bring their own).
+     */
+    public static ServerConfig loadServer(Path yamlFile) {
+        return load(yamlFile, System.getenv(), System.getProperties(), ConfigRules.Uses.SERVER).server();
+    }
+
+    private static KdapackConfig load(Path yamlFile, Map<String, String> environment, Properties properties,
+                                      ConfigRules.Uses uses) {
         Map<String, String> sources = new HashMap<>();
         ConfigRetrieverOptions options = new ConfigRetrieverOptions().setIncludeDefaultStores(false);
         if (yamlFile != null) {
@@ -77,7 +105,7 @@ public final class ConfigLoader {
         String fileSource = yamlFile == null ? null : "file " + yamlFile;
         JsonObject merged = withVertx(vertx -> ConfigRetriever.create(vertx, options).getConfig(),
                 yamlFile == null ? "configuration" : "config file " + yamlFile);
-        return ConfigBinder.bind(merged, key -> sources.getOrDefault(key, fileSource));
+        return ConfigBinder.bind(merged, uses, key -> sources.getOrDefault(key, fileSource));
     }
 
     /**
@@ -85,14 +113,14 @@ public final class ConfigLoader {
      * defaults for what it leaves out; no environment or system properties.
      */
     public static KdapackConfig fromDocument(Map<String, Object> document) {
-        return ConfigBinder.bind(new JsonObject(new LinkedHashMap<>(document)), key -> "document");
+        return ConfigBinder.bind(new JsonObject(new LinkedHashMap<>(document)), ConfigRules.Uses.ALL, key -> "document");
     }
 
     /** Parses and binds a YAML configuration document given as text, with Vert.x's YAML processor. */
     public static KdapackConfig fromYaml(String yaml) {
         JsonObject document = withVertx(vertx -> new YamlProcessor().process(vertx, new JsonObject(), Buffer.buffer(yaml)),
                 "YAML document");
-        return ConfigBinder.bind(document == null ? new JsonObject() : document, key -> "document");
+        return ConfigBinder.bind(document == null ? new JsonObject() : document, ConfigRules.Uses.ALL, key -> "document");
     }
 
     /** The environment variable that sets {@code key} (e.g. {@code train.optimizer.lr} → {@code KDAPACK_TRAIN_OPTIMIZER_LR}). */

@@ -1,6 +1,7 @@
 package io.kdapack.config;
 
 import io.kdapack.core.model.KdaConfig;
+import io.kdapack.core.model.ModelConfig;
 import io.kdapack.core.optim.OptimizerConfig;
 import java.util.List;
 import java.util.Map;
@@ -95,11 +96,42 @@ final class ConfigRules {
     }
 
     /**
-     * Checks that relate keys to each other; values of keys the user did not set come from the defaults.
+     * The sections a command reads, whose relations it checks; every key's own rule ({@link #RULES}) is checked
+     * whatever the command, because a document with an invalid value is invalid wherever it is used.
+     */
+    enum Uses {
+        /** Everything: {@code kdapack train} and training jobs (the train section refers to the model's vocabulary). */
+        ALL,
+        /** The model section alone: commands that read no dataset ({@code kdapack eval}, {@code bench model}). */
+        MODEL,
+        /** The server section alone ({@code kdapack serve}: jobs bring their own configuration). */
+        SERVER
+    }
+
+    /**
+     * Checks that relate keys to each other, for the sections in use; values of keys the user did not set come from
+     * the defaults.
      *
      * @param sourceOf where the value of a key came from, for the message
      */
-    static void checkRelations(KdapackConfig c, java.util.function.Function<String, String> sourceOf) {
+    static void checkRelations(KdapackConfig c, Uses uses, java.util.function.Function<String, String> sourceOf) {
+        if (uses == Uses.ALL || uses == Uses.MODEL) {
+            checkModelRelations(c.model(), sourceOf);
+        }
+        if (uses == Uses.ALL) {
+            checkTrainRelations(c, sourceOf);
+        }
+    }
+
+    private static void checkModelRelations(ModelConfig model, java.util.function.Function<String, String> sourceOf) {
+        KdaConfig kda = model.kda();
+        if (kda.numVHeads() % kda.numHeads() != 0) {
+            throw new ConfigException("model.kda.num_v_heads", kda.numVHeads(),
+                    "expected a multiple of model.kda.num_heads (" + kda.numHeads() + ")", sourceOf.apply("model.kda.num_v_heads"));
+        }
+    }
+
+    private static void checkTrainRelations(KdapackConfig c, java.util.function.Function<String, String> sourceOf) {
         OptimizerConfig o = c.train().optimizer();
         if (o.minLr() > o.lr()) {
             throw new ConfigException("train.optimizer.min_lr", o.minLr(),
@@ -109,11 +141,6 @@ final class ConfigRules {
             throw new ConfigException("train.optimizer.warmup_steps", o.warmupSteps(),
                     "expected an integer < train.steps (" + c.train().steps() + "): the cosine decay needs at least one step",
                     sourceOf.apply("train.optimizer.warmup_steps"));
-        }
-        KdaConfig kda = c.model().kda();
-        if (kda.numVHeads() % kda.numHeads() != 0) {
-            throw new ConfigException("model.kda.num_v_heads", kda.numVHeads(),
-                    "expected a multiple of model.kda.num_heads (" + kda.numHeads() + ")", sourceOf.apply("model.kda.num_v_heads"));
         }
         DataConfig d = c.train().data();
         int vocab = c.model().vocabSize();

@@ -28,7 +28,7 @@ public record TrainConfig(long seed, int steps, int microBatchSize, int numMicro
                           int evalInterval, int evalIters) {
 
     public static TrainConfig defaults() {
-        return new TrainConfig(1234, 400, 4, 2, 128, false, OptimizerConfig.defaults(), DataConfig.defaults(),
+        return new TrainConfig(1234, 800, 4, 2, 128, false, OptimizerConfig.defaults(), DataConfig.defaults(),
                 CheckpointConfig.defaults(), 0, Backend.AUTO, true, 0, 10);
     }
 

@@ -246,7 +246,7 @@ class ConfigLoaderTest {
         expect(Map.of("model", Map.of("vocab_size", 100)),
                 "train.data.eod_id = 129 (from default): expected a token id < model.vocab_size (100)");
         expect(Map.of("train", Map.of("data", Map.of("pad_id", 129))),
-                "train.data.pad_id = 129 (from document): expected -1 or a token id < model.vocab_size (131) other than "
+                "train.data.pad_id = 129 (from document): expected -1 or a token id < model.vocab_size (132) other than "
                         + "train.data.eod_id (129)");
     }
 

@@ -52,7 +52,7 @@ class GradientAccumulationTest {
         List<MicroBatch> batches = microBatches(dir, 3);
         long total = batches.stream().mapToLong(MicroBatch::lossTokens).sum();
         for (LossMode mode : LossMode.values()) {
-            BigramModel model = new BigramModel(131, 8, 1, 5, true);
+            BigramModel model = new BigramModel(TrainingFixtures.TASK.vocabularySize(), 8, 1, 5, true);
             GradientAccumulation acc = GradientAccumulation.of(mode, batches, 1, FACTOR);
             double[] expected = new double[gradientSize(model)];
             double loggedSum = 0;

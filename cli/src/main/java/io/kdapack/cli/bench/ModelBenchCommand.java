@@ -36,7 +36,7 @@ final class ModelBenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ModelConfig model = config == null ? ModelConfig.defaults() : ConfigLoader.load(config).model();
+        ModelConfig model = config == null ? ModelConfig.defaults() : ConfigLoader.loadModel(config);
         ModelBenchmark.Config c = new ModelBenchmark.Config(model, rows, length, meanDoc,
                 threads.count(), timing.warmUp, timing.repeats(5));
         System.out.println(new ObjectMapper().writeValueAsString(ModelBenchmark.run(c)));

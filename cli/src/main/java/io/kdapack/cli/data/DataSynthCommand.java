@@ -16,9 +16,10 @@ import picocli.CommandLine.Spec;
 
 /** {@code kdapack data synth}: the demo task's documents as a Megatron dataset. */
 @Command(name = "synth", mixinStandardHelpOptions = true,
-        description = "Write N multi-query associative-recall documents (64 keys, 64 values, by default 2-24 bindings "
-                + "each; ids: keys 0-63, values 64-127, QUERY 128, EOD 129, PAD 130) to PREFIX.bin/.idx, one document "
-                + "per sequence, deterministic in the seed; prints a JSON summary.")
+        description = "Write N multi-query associative-recall documents (64 keys, 64 values, by default 1-2 bindings "
+                + "each; every document asks for its own keys and, answered NONE, for the keys of the document before "
+                + "it that it did not bind; ids: keys 0-63, values 64-127, QUERY 128, EOD 129, PAD 130, NONE 131) to "
+                + "PREFIX.bin/.idx, one document per sequence, deterministic in the seed; prints a JSON summary.")
 public final class DataSynthCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -59,6 +60,7 @@ public final class DataSynthCommand implements Callable<Integer> {
         json.put("eod_id", task.eodId());
         json.put("pad_id", task.padId());
         json.put("query_id", task.queryId());
+        json.put("none_id", task.noneId());
         json.put("min_pairs", minPairs);
         json.put("max_pairs", maxPairs);
         spec.commandLine().getOut().println(JsonLine.of(json));

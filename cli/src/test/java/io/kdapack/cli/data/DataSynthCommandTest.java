@@ -44,12 +44,15 @@ class DataSynthCommandTest {
         String out = run(0, "data", "synth", "--out", prefix.toString(), "--docs", "10", "--seed", "5",
                 "--min-pairs", "3", "--max-pairs", "3");
         assertTrue(out.contains("\"eod_id\":129") && out.contains("\"query_id\":128"), out);
+        assertTrue(out.contains("\"none_id\":131"), out);
         IndexedDataset written = IndexedDataset.open(prefix);
         for (int d = 0; d < 10; d++) {
             int[] doc = written.sequence(d);
-            assertEquals(3 * 4 + 2, doc.length, "3 bindings, QUERY, 3 queries, EOD");
+            long none = Arrays.stream(doc).filter(t -> t == 131).count();
+            assertEquals(3 * 2 + 1 + 2 * (3 + none) + 1, doc.length, "3 bindings, QUERY, 3 + NONE queries, EOD");
+            assertTrue(d == 0 ? none == 0 : none >= 1, "NONE queries for the previous document's keys: " + none);
             assertEquals(128, doc[6]);
-            assertEquals(129, doc[13]);
+            assertEquals(129, doc[doc.length - 1]);
         }
         String err = runErr(Main.EXIT_BAD_INPUT, "data", "synth", "--out", prefix.toString(), "--docs", "10", "--seed",
                 "5", "--min-pairs", "4", "--max-pairs", "3");

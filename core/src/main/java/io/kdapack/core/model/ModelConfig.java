@@ -18,9 +18,9 @@ public record ModelConfig(int vocabSize, int hiddenSize, int numLayers, int full
                           double rmsNormEps, boolean tieWordEmbeddings, KdaConfig kda, MlaConfig mla, MtpConfig mtp,
                           String tokenizer) {
 
-    /** A tiny model for the demo task (vocabulary 131: 64 keys, 64 values, QUERY, EOD, PAD): 3 KDA + 1 MLA layers. */
+    /** A tiny model for the demo task (vocabulary 132: 64 keys, 64 values, QUERY, EOD, PAD, NONE): 3 KDA + 1 MLA layers. */
     public static ModelConfig defaults() {
-        return new ModelConfig(131, 64, 4, 4, 176, 1e-6, false, KdaConfig.defaults(), MlaConfig.defaults(),
+        return new ModelConfig(132, 64, 4, 4, 176, 1e-6, false, KdaConfig.defaults(), MlaConfig.defaults(),
                 MtpConfig.defaults(), null);
     }
 

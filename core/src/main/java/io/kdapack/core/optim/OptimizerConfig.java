@@ -16,6 +16,6 @@ public record OptimizerConfig(double lr, double minLr, int warmupSteps, double w
                               double eps, double clipGrad) {
 
     public static OptimizerConfig defaults() {
-        return new OptimizerConfig(2e-2, 1e-3, 10, 0.1, 0.9, 0.95, 1e-8, 1.0);
+        return new OptimizerConfig(5e-3, 1e-3, 10, 0.1, 0.9, 0.95, 1e-8, 1.0);
     }
 }
