@@ -1,7 +1,6 @@
 package io.kdapack.core.nn;
 
 import io.kdapack.core.kda.Segments;
-import io.kdapack.core.linalg.ExpKernels;
 import io.kdapack.core.linalg.Gemm;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -311,7 +310,7 @@ public final class MlaAttention implements Layer {
                 Gemm.sgemm(false, true, blockRows, cols, width, scale, queries, ((start + r0) * heads + h) * width,
                         heads * width, rows, 0, width, 0f, p, 0, cols);
                 for (int i = 0; i < blockRows; i++) {
-                    causalSoftmax(p, i * cols, cached[n] + r0 + i + 1, cols);
+                    SegmentAttention.causalSoftmax(p, i * cols, cached[n] + r0 + i + 1, cols);
                 }
                 Gemm.sgemm(false, false, blockRows, rank, cols, 1f, p, 0, cols, rows, 0, width, 0f, attendedLatent,
                         ((start + r0) * heads + h) * rank, heads * rank);
@@ -325,30 +324,6 @@ public final class MlaAttention implements Layer {
                     (h * kvWidth + nope) * rank, rank, 0f, o, h * vDim, heads * vDim);
         }
         return oProj.forward(o, tokens).output();
-    }
-
-    /**
-     * Softmax over the first {@code visible} of the {@code cols} scores at {@code p[row …]}, 0 beyond (the same
-     * arithmetic as {@link SegmentAttention}'s).
-     */
-    private static void causalSoftmax(float[] p, int row, int visible, int cols) {
-        float max = Float.NEGATIVE_INFINITY;
-        for (int j = 0; j < visible; j++) {
-            max = Math.max(max, p[row + j]);
-        }
-        for (int j = 0; j < visible; j++) {
-            p[row + j] -= max;
-        }
-        ExpKernels.exp(p, row, p, row, visible);
-        double sum = 0;
-        for (int j = 0; j < visible; j++) {
-            sum += p[row + j];
-        }
-        float inv = (float) (1.0 / sum);
-        for (int j = 0; j < visible; j++) {
-            p[row + j] *= inv;
-        }
-        java.util.Arrays.fill(p, row + visible, row + cols, 0f);
     }
 
     /** {@code c_kv = c[:, :Ckv]} as its own {@code [T,Ckv]} array. */

@@ -120,23 +120,31 @@ public final class SegmentAttention {
         for (int i = 0; i < rows; i++) {
             int row = i * cols;
             int visible = r0 + i + 1;
-            float max = Float.NEGATIVE_INFINITY;
-            for (int j = 0; j < visible; j++) {
-                max = Math.max(max, p[row + j]);
-            }
-            for (int j = 0; j < visible; j++) {
-                p[row + j] -= max;
-            }
-            ExpKernels.exp(p, row, p, row, visible);
-            double sum = 0;
-            for (int j = 0; j < visible; j++) {
-                sum += p[row + j];
-            }
-            float inv = (float) (1.0 / sum);
-            for (int j = 0; j < visible; j++) {
-                p[row + j] *= inv;
-            }
-            java.util.Arrays.fill(p, row + visible, row + cols, 0f);
+            causalSoftmax(p, row, visible, cols);
         }
+    }
+
+    /**
+     * Softmax over the first {@code visible} of the {@code cols} scores at {@code p[row …]}, 0 beyond: every score
+     * less the row's maximum before {@code exp}, the sum in double. MLA's decode path uses the same arithmetic.
+     */
+    static void causalSoftmax(float[] p, int row, int visible, int cols) {
+        float max = Float.NEGATIVE_INFINITY;
+        for (int j = 0; j < visible; j++) {
+            max = Math.max(max, p[row + j]);
+        }
+        for (int j = 0; j < visible; j++) {
+            p[row + j] -= max;
+        }
+        ExpKernels.exp(p, row, p, row, visible);
+        double sum = 0;
+        for (int j = 0; j < visible; j++) {
+            sum += p[row + j];
+        }
+        float inv = (float) (1.0 / sum);
+        for (int j = 0; j < visible; j++) {
+            p[row + j] *= inv;
+        }
+        java.util.Arrays.fill(p, row + visible, row + cols, 0f);
     }
 }
