@@ -180,6 +180,8 @@
       }
     }
     $('jobs-empty').hidden = rows.length > 0;
+    // "runs on" only where the server says where jobs run (a cluster).
+    $('jobs').classList.toggle('no-node', !rows.some((job) => job.node || job.member || job.address));
   }
 
   function isActive(state) {
