@@ -41,7 +41,8 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * The dashboard in a real headless Chromium (Debian's {@code chromium} and {@code chromium-driver}, driven by Selenium)
  * against a real server on loopback: the token prompt and no data without it; the page with it; a bad configuration
  * shows the server's own error beside the document; a short job's charts reach its step count; a dropped and resumed
- * event stream draws no step twice; cancel ends a job; a streamed completion shows the server's text. A screenshot
+ * event stream draws no step twice; cancel ends a job and resume continues it, the charts going on after the last step
+ * drawn; a streamed completion shows the server's text. A screenshot
  * goes to {@code target/dashboard.png}, its path printed.
  *
  * <p>Without Chromium the test fails, naming the packages (CI installs them, {@code .ci/run}); a developer without
@@ -104,7 +105,7 @@ class DashboardBrowserTest {
 
     private void run(TrainingServer server, String base, ChromeDriver driver) throws Exception {
         // Without the token: the prompt, and no data (no job row, the app hidden).
-        server.startJob(TrainingServer.JSON.writeValueAsString(tinyJob(SHORT_STEPS)), "application/json");
+        server.startJob(TrainingServer.JSON.writeValueAsString(tinyJob(SHORT_STEPS, 3)), "application/json");
         driver.get(base + "/");
         await(driver, d -> d.findElement(By.id("login")).isDisplayed());
         assertFalse(driver.findElement(By.id("app")).isDisplayed(), "no dashboard before the token");
@@ -141,7 +142,7 @@ class DashboardBrowserTest {
         assertEquals("true", driver.findElement(By.id("config-doc")).getAttribute("aria-invalid"));
 
         // A short job started from the page: its charts reach the job's step count, steps 1..N once each.
-        setValue(driver, "config-doc", TrainingServer.JSON.writeValueAsString(tinyJob(SHORT_STEPS)));
+        setValue(driver, "config-doc", TrainingServer.JSON.writeValueAsString(tinyJob(SHORT_STEPS, 3)));
         driver.findElement(By.id("config-submit")).click();
         await(driver, d -> !d.findElement(By.id("config-error")).isDisplayed()
                 && d.findElement(By.id("job-panel")).isDisplayed());
@@ -156,7 +157,7 @@ class DashboardBrowserTest {
         System.out.println("DashboardBrowserTest: screenshot of the dashboard at " + screenshot);
 
         // A long job: drop its stream mid-run; the page reconnects with Last-Event-ID and draws no step twice.
-        String longJob = server.startJob(TrainingServer.JSON.writeValueAsString(tinyJob(LONG_STEPS)), "application/json");
+        String longJob = server.startJob(TrainingServer.JSON.writeValueAsString(tinyJob(LONG_STEPS, 20)), "application/json");
         await(driver, d -> { // the list is redrawn every 2 s: find the row and click it in one go
             d.findElement(By.cssSelector("#jobs-body tr[data-job='" + longJob + "'] button.link")).click();
             return true;
@@ -177,6 +178,18 @@ class DashboardBrowserTest {
         await(driver, d -> points(d) == done);
         assertEquals(steps(1, done), chartSteps(driver), "each step once, in order, across the reconnection");
         assertEquals("0", charts(driver).getAttribute("data-resent"), "the server resumed after Last-Event-ID");
+
+        // Resume from the page: the new run restores its last checkpoint, and the charts go on after step N, none twice.
+        await(driver, d -> d.findElement(By.id("job-resume")).isEnabled());
+        driver.findElement(By.id("job-resume")).click();
+        await(driver, d -> "running".equals(d.findElement(By.id("job-state")).getText()) && points(d) > done + 2);
+        driver.findElement(By.id("job-cancel")).click();
+        await(driver, d -> "cancelled".equals(d.findElement(By.id("job-state")).getText())
+                && d.findElement(By.id("stream-state")).getText().equals("ended: cancelled"));
+        long resumedTo = server.status(longJob).get("step").asLong();
+        await(driver, d -> points(d) == resumedTo);
+        assertEquals(steps(1, resumedTo), chartSteps(driver), "the resumed run's steps follow the first run's");
+        assertEquals("0", charts(driver).getAttribute("data-resent"));
 
         // A streamed completion from the short job's last checkpoint: the text the server gives the same request.
         await(driver, d -> {
@@ -206,10 +219,10 @@ class DashboardBrowserTest {
         }
     }
 
-    /** The integration tests' tiny model for {@code steps} steps; few checkpoints, so a long job stays fast. */
-    private static ObjectNode tinyJob(int steps) {
+    /** The integration tests' tiny model for {@code steps} steps, a checkpoint every {@code checkpointInterval}. */
+    private static ObjectNode tinyJob(int steps, int checkpointInterval) {
         ObjectNode config = TrainingServer.JSON.valueToTree(TrainingServer.tinyConfig(steps, "mqar/mqar-train"));
-        ((ObjectNode) config.path("train").path("checkpoint")).put("interval", Math.max(2, steps / 2));
+        ((ObjectNode) config.path("train").path("checkpoint")).put("interval", checkpointInterval);
         return config;
     }
 
