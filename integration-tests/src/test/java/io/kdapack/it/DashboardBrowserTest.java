@@ -60,6 +60,12 @@ class DashboardBrowserTest {
 
     @TempDir
     Path temp;
+    private final long started = System.nanoTime();
+
+    /** Prints how long the test has run at each phase (where its time goes, on a loaded machine too). */
+    private void phase(String name) {
+        System.out.printf("DashboardBrowserTest: %5.1f s %s%n", (System.nanoTime() - started) / 1e9, name);
+    }
 
     @BeforeAll
     static void requireChromium() {
@@ -104,6 +110,7 @@ class DashboardBrowserTest {
     }
 
     private void run(TrainingServer server, String base, ChromeDriver driver) throws Exception {
+        phase("chromium and server started");
         // Without the token: the prompt, and no data (no job row, the app hidden).
         server.startJob(TrainingServer.JSON.writeValueAsString(tinyJob(SHORT_STEPS, 3)), "application/json");
         driver.get(base + "/");
@@ -111,6 +118,7 @@ class DashboardBrowserTest {
         assertFalse(driver.findElement(By.id("app")).isDisplayed(), "no dashboard before the token");
         assertEquals(0, driver.findElements(By.cssSelector("#jobs-body tr")).size(), "no job shown without the token");
 
+        phase("token prompt shown");
         // A wrong token is refused by the server and the prompt stays.
         type(driver, "token-input", "not-the-token");
         driver.findElement(By.id("token-submit")).click();
@@ -126,6 +134,7 @@ class DashboardBrowserTest {
         driver.navigate().refresh();
         await(driver, d -> d.findElement(By.id("app")).isDisplayed() && !d.findElement(By.id("login")).isDisplayed());
 
+        phase("signed in");
         // A bad configuration: the server's own error and field, beside the document, at the line that sets it.
         String bad = "train:\n  steps: 3\n  optimizer:\n    warmup_steps: 5\n";
         HttpResponse<String> refused = server.send(server.request("/v1/jobs").header("Content-Type", "application/yaml")
@@ -141,6 +150,7 @@ class DashboardBrowserTest {
         assertEquals("line 4", driver.findElement(By.id("config-error-line")).getText());
         assertEquals("true", driver.findElement(By.id("config-doc")).getAttribute("aria-invalid"));
 
+        phase("bad configuration shown");
         // A short job started from the page: its charts reach the job's step count, steps 1..N once each.
         setValue(driver, "config-doc", TrainingServer.JSON.writeValueAsString(tinyJob(SHORT_STEPS, 3)));
         driver.findElement(By.id("config-submit")).click();
@@ -156,6 +166,7 @@ class DashboardBrowserTest {
         Files.write(screenshot, driver.getScreenshotAs(OutputType.BYTES));
         System.out.println("DashboardBrowserTest: screenshot of the dashboard at " + screenshot);
 
+        phase("short job charted");
         // A long job: drop its stream mid-run; the page reconnects with Last-Event-ID and draws no step twice.
         String longJob = server.startJob(TrainingServer.JSON.writeValueAsString(tinyJob(LONG_STEPS, 20)), "application/json");
         await(driver, d -> { // the list is redrawn every 2 s: find the row and click it in one go
@@ -167,6 +178,7 @@ class DashboardBrowserTest {
         assertEquals(Boolean.TRUE, js(driver, "return window.kdapackDashboard.dropStream()"));
         await(driver, d -> "2".equals(charts(d).getAttribute("data-connections")) && points(d) > beforeDrop + 1);
 
+        phase("stream dropped and resumed");
         // Cancel from the page: the job ends cancelled, and the charts hold exactly its steps.
         driver.findElement(By.id("job-cancel")).click();
         await(driver, d -> "cancelled".equals(d.findElement(By.id("job-state")).getText())
@@ -179,6 +191,7 @@ class DashboardBrowserTest {
         assertEquals(steps(1, done), chartSteps(driver), "each step once, in order, across the reconnection");
         assertEquals("0", charts(driver).getAttribute("data-resent"), "the server resumed after Last-Event-ID");
 
+        phase("cancelled");
         // Resume from the page: the new run restores its last checkpoint, and the charts go on after step N, none twice.
         await(driver, d -> d.findElement(By.id("job-resume")).isEnabled());
         driver.findElement(By.id("job-resume")).click();
@@ -191,6 +204,7 @@ class DashboardBrowserTest {
         assertEquals(steps(1, resumedTo), chartSteps(driver), "the resumed run's steps follow the first run's");
         assertEquals("0", charts(driver).getAttribute("data-resent"));
 
+        phase("resumed and cancelled again");
         // A streamed completion from the short job's last checkpoint: the text the server gives the same request.
         await(driver, d -> {
             js(d, "document.getElementById('prompt-model').dispatchEvent(new Event('focus'))");
@@ -210,6 +224,7 @@ class DashboardBrowserTest {
                 js(driver, "return document.getElementById('completion').textContent"));
         assertEquals("", driver.findElement(By.id("prompt-error")).getText());
 
+        phase("completion streamed");
         // No cluster on this server: its panel stays hidden. Nothing was refused by the Content-Security-Policy.
         assertFalse(driver.findElement(By.id("cluster-panel")).isDisplayed());
         List<LogEntry> console = driver.manage().logs().get(LogType.BROWSER).getAll();
