@@ -415,12 +415,18 @@
     }
   }
 
-  /** The line of `doc` that sets the last key of a dotted field name (train.optimizer.lr → lr), if any. */
+  /**
+   * The line of `doc` that sets the last key of a dotted field name (train.optimizer.lr → lr), if any: a YAML line
+   * that starts with the key, else the key quoted anywhere (JSON on one line).
+   */
   function lineOf(doc, field) {
-    const key = field.split('.').pop().replace(/\[\d+\]$/, '');
-    const pattern = new RegExp('^\\s*(-\\s*)?"?' + key.replace(/[^A-Za-z0-9_]/g, '') + '"?\\s*:', 'm');
-    const match = pattern.exec(doc);
-    if (!match || key === '') {
+    const key = field.split('.').pop().replace(/\[\d+\]$/, '').replace(/[^A-Za-z0-9_]/g, '');
+    if (key === '') {
+      return null;
+    }
+    const match = new RegExp('^\\s*(-\\s*)?"?' + key + '"?\\s*:', 'm').exec(doc)
+      || new RegExp('"' + key + '"\\s*:').exec(doc);
+    if (!match) {
       return null;
     }
     const end = doc.indexOf('\n', match.index);

@@ -51,6 +51,14 @@ window.KdapackSse = (function () {
       pending = keep;
       lines.forEach(line);
     };
+
+    /** The stream ended: a line held back for a possible LF after its CR was complete after all. */
+    this.finish = function () {
+      if (pending.endsWith('\r')) {
+        line(pending.slice(0, -1));
+        pending = '';
+      }
+    };
   }
 
   /**
@@ -63,6 +71,7 @@ window.KdapackSse = (function () {
     for (;;) {
       const chunk = await reader.read();
       if (chunk.done) {
+        parser.finish();
         return;
       }
       parser.push(chunk.value);

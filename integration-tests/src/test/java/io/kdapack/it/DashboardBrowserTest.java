@@ -225,6 +225,17 @@ class DashboardBrowserTest {
         assertEquals("", driver.findElement(By.id("prompt-error")).getText());
 
         phase("completion streamed");
+        // The page's event-stream parser on the line ends and fields the format allows, fed three characters at a time.
+        Object parsed = js(driver, """
+                const events = [];
+                const parser = new KdapackSse.Parser((e) => events.push(e.type + '|' + e.id + '|' + e.data));
+                const text = 'id: 1\\r\\nevent: step\\r\\ndata: {"a":1}\\r\\n\\r\\n: a comment\\nid: 2\\nevent: step\\n'
+                    + 'data: x\\ndata:y\\n\\ndata\\n\\nevent: end\\rdata: z\\r\\r';
+                for (let i = 0; i < text.length; i += 3) { parser.push(text.slice(i, i + 3)); }
+                parser.finish();
+                return events;""");
+        assertEquals(List.of("step|1|{\"a\":1}", "step|2|x\ny", "message|2|", "end|2|z"), parsed);
+
         // No cluster on this server: its panel stays hidden. Nothing was refused by the Content-Security-Policy.
         assertFalse(driver.findElement(By.id("cluster-panel")).isDisplayed());
         List<LogEntry> console = driver.manage().logs().get(LogType.BROWSER).getAll();
