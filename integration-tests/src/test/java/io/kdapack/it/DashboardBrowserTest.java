@@ -15,6 +15,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.logging.Level;
 import java.util.stream.LongStream;
@@ -84,7 +86,9 @@ class DashboardBrowserTest {
         options.setBinary(CHROMIUM.toFile());
         // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
         options.addArguments("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,2000", "--no-first-run", "--disable-extensions");
+                "--window-size=1400,2000", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-default-apps", "--mute-audio");
         LoggingPreferences logs = new LoggingPreferences();
         logs.enable(LogType.BROWSER, Level.ALL);
         options.setCapability("goog:loggingPrefs", logs);
@@ -98,14 +102,13 @@ class DashboardBrowserTest {
     @Test
     @Timeout(90)
     void theDashboardFollowsStartsCancelsAndCompletesJobsInARealBrowser() throws Exception {
+        // Chromium starts while the server does (each takes seconds on a loaded machine).
+        CompletableFuture<ChromeDriver> browser = CompletableFuture.supplyAsync(DashboardBrowserTest::chromium);
         try (TrainingServer server = new TrainingServer(MQAR.getParent(), temp.resolve("jobs"))) {
             String base = "http://127.0.0.1:" + server.address().getPort();
-            ChromeDriver driver = chromium();
-            try {
-                run(server, base, driver);
-            } finally {
-                driver.quit();
-            }
+            run(server, base, browser.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        } finally {
+            browser.thenAccept(ChromeDriver::quit); // at once if it started, else when it does
         }
     }
 
@@ -158,7 +161,15 @@ class DashboardBrowserTest {
                 && d.findElement(By.id("job-panel")).isDisplayed());
         String shortJob = driver.findElement(By.id("job-title")).getText();
         await(driver, d -> points(d) == SHORT_STEPS && "succeeded".equals(d.findElement(By.id("job-state")).getText()));
-        assertEquals(SHORT_STEPS, server.status(shortJob).get("step").asInt());
+        JsonNode shortStatus = server.status(shortJob);
+        assertEquals(SHORT_STEPS, shortStatus.get("step").asInt());
+        // The list shows the server's loss and tokens/s of the last step, as the server gives them.
+        double speed = shortStatus.get("last_tokens_per_s").asDouble();
+        assertTrue(speed > 0, shortStatus.toString());
+        await(driver, d -> String.format(java.util.Locale.ROOT, "%.0f", speed).equals(
+                d.findElement(By.cssSelector("#jobs-body tr[data-job='" + shortJob + "'] td.speed")).getText()));
+        assertEquals(String.format(java.util.Locale.ROOT, "%.4f", shortStatus.get("last_loss").asDouble()),
+                driver.findElement(By.cssSelector("#jobs-body tr[data-job='" + shortJob + "'] td.loss")).getText());
         assertEquals(steps(1, SHORT_STEPS), chartSteps(driver));
         assertEquals("0", charts(driver).getAttribute("data-resent"));
         Path screenshot = Path.of("target", "dashboard.png").toAbsolutePath();
