@@ -311,7 +311,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /** Tokens of run {@code r}: from its first non-empty document's start to its last one's end (0 if none). */
-    private static int runTokens(Segments seg, int[] runs, int r) {
+    static int runTokens(Segments seg, int[] runs, int r) {
         int first = firstNonEmpty(seg, runs, r);
         if (first == runs[r + 1]) {
             return 0;

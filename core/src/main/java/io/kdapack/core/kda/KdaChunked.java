@@ -112,7 +112,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         int[] runs = runs(seg);
         long chunks = 0;
         for (int r = 0; r + 1 < runs.length; r++) {
-            chunks += chunks(seg.end(runs[r + 1] - 1) - seg.start(runs[r]));
+            chunks += chunks(runTokens(seg, runs, r));
         }
         long floats = chunks * in.valueHeads() * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim());
         // Concurrent calls may each see room and overshoot the budget by one call's worth, no more.

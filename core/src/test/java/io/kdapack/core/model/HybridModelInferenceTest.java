@@ -80,6 +80,13 @@ class HybridModelInferenceTest {
         assertEquals(all.length - 1, state.length());
     }
 
+    /**
+     * The chunked kernels lay their chunks over the packed axis, so a prompt's tokens fall into other chunks packed
+     * than alone and round-off differs (as for pieces below): observed at most 4.1e-7 (prefill) and 2.8e-7 (the next
+     * step), bound 1e-6.
+     */
+    private static final double PACKED_TOLERANCE = 1e-6;
+
     @Test
     void packedPrefillEqualsEachPromptAloneAndSoDoesTheNextDecodeStep() {
         HybridModel model = TinyModels.model(TinyModels.config(), true, 11, 2);
@@ -100,11 +107,14 @@ class HybridModelInferenceTest {
         for (int i = 0; i < lengths.length; i++) {
             SequenceState[] alone = newSequences(model, 1);
             float[] aloneLogits = model.extend(new int[][] {prompts[i]}, alone, model.kdaBackend());
-            assertArrayEquals(aloneLogits, Arrays.copyOfRange(packedLogits, i * vocab, (i + 1) * vocab),
-                    "prompt " + i + " of " + lengths[i] + " tokens");
+            double prefillError = TinyModels.relativeError(
+                    Arrays.copyOfRange(packedLogits, i * vocab, (i + 1) * vocab), aloneLogits);
+            assertTrue(prefillError <= PACKED_TOLERANCE, "prompt " + i + " of " + lengths[i] + " tokens: relative error "
+                    + prefillError);
             float[] aloneStep = model.extend(new int[][] {next[i]}, alone, decodeOp);
-            assertArrayEquals(aloneStep, Arrays.copyOfRange(packedStep, i * vocab, (i + 1) * vocab),
-                    "decode after prompt " + i);
+            double stepError = TinyModels.relativeError(Arrays.copyOfRange(packedStep, i * vocab, (i + 1) * vocab),
+                    aloneStep);
+            assertTrue(stepError <= PACKED_TOLERANCE, "decode after prompt " + i + ": relative error " + stepError);
         }
     }
 
