@@ -19,7 +19,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * ~6e-8 per operation; a leak of a neighbour document would show at 1e-1; measured: at most 2.5e-7). The gate
  * gradient {@code dg} is a suffix sum of terms that cancel heavily (float32 is already up to 6e-6 from float64 on
  * the golden files): measured up to 2.6e-6 here, so 1e-5 for it. The parameter gradients
- * {@code dA_log}, {@code dt_bias} (sums over documents, in another order) differ by round-off (1e-6) for both.
+ * {@code dA_log}, {@code dt_bias} (sums over documents, in another order) differ by round-off: 1e-6 for the
+ * reference, 1e-5 for the chunked backend, whose sums carry the round-off of its dg (measured 3.0e-6).
  */
 class KdaPackingTest {
 
@@ -62,8 +63,10 @@ class KdaPackingTest {
                 dDtBiasSum[i] += gradOne.dDtBias()[i];
             }
         }
-        assertClose("dA_log", gradAll.dALog(), dALogSum, 1e-6);
-        assertClose("ddt_bias", gradAll.dDtBias(), dDtBiasSum, 1e-6);
+        // Sums over tokens of the decay gradient: the chunked backend's are as far as its dg (see the class comment).
+        double parameterTolerance = backend instanceof KdaRecurrent ? 1e-6 : 1e-5;
+        assertClose("dA_log", gradAll.dALog(), dALogSum, parameterTolerance);
+        assertClose("ddt_bias", gradAll.dDtBias(), dDtBiasSum, parameterTolerance);
     }
 
     @ParameterizedTest(name = "{0}")
