@@ -39,6 +39,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     /** Intermediates returned by finished backwards, lent to the next training forward. */
     private final ConcurrentLinkedQueue<KdaChunk.Intermediates> spare = new ConcurrentLinkedQueue<>();
     private final long keptFloatsBudget;
+    /** Each document a run of its own: its chunks start at its first token (see {@link #documentAligned()}). */
+    private final boolean documentAligned;
     /** Floats of intermediates held by live tapes. */
     private final AtomicLong keptFloats = new AtomicLong();
 
@@ -53,8 +55,23 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /** With a budget for kept intermediates other than the default (0 recomputes them all). */
     KdaChunked(int threads, long keptFloatsBudget) {
+        this(threads, keptFloatsBudget, false);
+    }
+
+    private KdaChunked(int threads, long keptFloatsBudget, boolean documentAligned) {
         super(threads);
         this.keptFloatsBudget = keptFloatsBudget;
+        this.documentAligned = documentAligned;
+    }
+
+    /**
+     * A backend on as many threads whose chunks start at each document's first token (the first design's
+     * alignment, on the same kernels): a packed call then gives every document bitwise its result alone, whatever
+     * else is packed beside it, at the cost of a partial chunk and a state update per document. The inference
+     * engine prefills with it, so that a request's tokens and logprobs do not depend on its batch.
+     */
+    public KdaChunked documentAligned() {
+        return new KdaChunked(threads(), keptFloatsBudget, true);
     }
 
     @Override
@@ -82,6 +99,9 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     @Override
     int[] runs(Segments segments) {
+        if (documentAligned) {
+            return super.runs(segments);
+        }
         int n = segments.count();
         int[] runs = new int[n + 1];
         int count = 0;
