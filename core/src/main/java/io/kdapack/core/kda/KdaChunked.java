@@ -1,6 +1,7 @@
 package io.kdapack.core.kda;
 
 import java.lang.ref.Cleaner;
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -123,7 +124,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         }
         runs[0] = 0; // leading zero-length documents join the first run
         runs[count] = n;
-        return java.util.Arrays.copyOf(runs, count + 1);
+        return Arrays.copyOf(runs, count + 1);
     }
 
     @Override
