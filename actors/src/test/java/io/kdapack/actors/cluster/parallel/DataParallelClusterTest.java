@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.junit.jupiter.api.AfterAll;
@@ -31,7 +32,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Two ranks of a data-parallel job on two actor systems of one JVM joined as a Pekko cluster over loopback Artery:
+ * Two (and three) ranks of a data-parallel job on actor systems of one JVM joined as a Pekko cluster over loopback Artery:
  * the demo configuration (the shipped mqar dataset, the 3 KDA + 1 MLA model with MTP) shortened to 3 steps, with
  * {@code data_parallel: 2}, gives the step losses, MTP losses, gradient norms, learning rates and final weights and
  * AdamW moments of {@code kdapack train}'s single-JVM {@link Trainer} with the same configuration, bit for bit (exact
@@ -46,7 +47,7 @@ class DataParallelClusterTest {
 
     @BeforeAll
     static void start() throws Exception {
-        cluster = new LoopbackCluster(2, CHUNK_BYTES, 2, Duration.ofSeconds(30));
+        cluster = new LoopbackCluster(3, CHUNK_BYTES, 2, Duration.ofSeconds(30));
     }
 
     @AfterAll
@@ -56,10 +57,15 @@ class DataParallelClusterTest {
 
     /** The demo configuration, {@code steps} steps (the cosine decay over them), two blocks. */
     private static KdapackConfig demo(int steps, int interval) {
+        return demo(steps, interval, 2, Map.of());
+    }
+
+    private static KdapackConfig demo(int steps, int interval, int ranks, Map<String, Object> extra) {
         Map<String, Object> train = new LinkedHashMap<>();
         train.put("steps", steps);
         train.put("threads", 1);
-        train.put("data_parallel", 2);
+        train.put("data_parallel", ranks);
+        train.putAll(extra);
         train.put("checkpoint", Map.of("interval", interval));
         // The demo's 10 warmup steps need more than 10 steps; one keeps a learning rate > 0 from step 2 on.
         train.put("optimizer", Map.of("warmup_steps", 1));
@@ -126,6 +132,52 @@ class DataParallelClusterTest {
                 CheckpointStore.load(shared.resolve("step-00000004")));
     }
 
+    @Test
+    void threeRanksChainTheSumAndSplitTheValidation(@TempDir Path dir) throws Exception {
+        // Rank 1 is the middle of both chains (it adds and forwards partial sums, and forwards the result).
+        KdapackConfig config = demo(2, 0, 3, Map.of("num_microbatches", 3, "micro_batch_size", 2, "eval_interval", 2,
+                "eval_iters", 1, "calculate_per_token_loss", true));
+        List<StepResult> expected = new ArrayList<>();
+        try (Trainer local = Trainer.create(config, HybridModels.FACTORY, DEMO, dir.resolve("local"))) {
+            expected.add(local.step());
+            expected.add(local.step());
+            local.saveCheckpoint();
+        }
+        assertTrue(expected.get(1).valLoss() != null, "the run validates after step 2");
+        Job job = runJob(config, dir.resolve("shared"), "job-c");
+        for (int r = 0; r < 3; r++) {
+            assertEquals(expected.stream().map(DataParallelClusterTest::exact).toList(),
+                    job.steps(r).stream().map(e -> exact(e.result())).toList(), "rank " + r);
+        }
+        assertSameState(CheckpointStore.load(dir.resolve("local").resolve("step-00000002")),
+                CheckpointStore.load(dir.resolve("shared").resolve("step-00000002")));
+    }
+
+    @Test
+    void aStoppedRankFailsTheOthersWithoutAHang(@TempDir Path dir) throws Exception {
+        KdapackConfig config = demo(30, 0);
+        TestProbe<RankEvent> listener = TestProbe.create(cluster.systems.getFirst());
+        List<ActorRef<RankRunner.Command>> ranks = spawnRanks(config, dir, "job-d", listener.getRef());
+        // Stop rank 1 alone, mid-run: it ends after the step under way, rank 0 learns it from the watch (or its timeout).
+        listener.fishForMessage(Duration.ofSeconds(40), e -> e instanceof RankEvent.StepDone d && d.rank() == 1
+                ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore());
+        ranks.get(1).tell(new RankRunner.Stop("test"));
+        List<RankEvent.Failed> failed = new ArrayList<>();
+        while (failed.size() < 2) {
+            RankEvent event = listener.receiveMessage(Duration.ofSeconds(40));
+            assertTrue(!(event instanceof RankEvent.Finished), () -> "a rank finished: " + event);
+            if (event instanceof RankEvent.Failed f) {
+                failed.add(f);
+            }
+        }
+        RankEvent.Failed rank1 = failed.stream().filter(f -> f.rank() == 1).findFirst().orElseThrow();
+        RankEvent.Failed rank0 = failed.stream().filter(f -> f.rank() == 0).findFirst().orElseThrow();
+        assertEquals("stopped", rank1.reason());
+        assertTrue(rank0.reason().contains("rank 1"), rank0.reason());
+        assertTrue(rank1.stepsDone() >= 1 && rank0.stepsDone() < 30, "stopped mid-run: " + failed);
+        assertTrue(Math.abs(rank0.stepsDone() - rank1.stepsDone()) <= 1, "no rank ran ahead: " + failed);
+    }
+
     /** What a job's ranks reported. */
     private record Job(List<RankEvent> events) {
         List<RankEvent.StepDone> steps(int rank) {
@@ -139,21 +191,13 @@ class DataParallelClusterTest {
         }
     }
 
-    /** Rank r on system r, the listener on system 0 (so rank 1's events cross the network too). */
+    /** Rank r on system r, the listener on system 0 (so the other ranks' events cross the network too). */
     private static Job runJob(KdapackConfig config, Path checkpoints, String jobId) throws Exception {
         TestProbe<RankEvent> listener = TestProbe.create(cluster.systems.getFirst());
-        List<ActorRef<RankRunner.Command>> ranks = new ArrayList<>();
-        for (int r = 0; r < 2; r++) {
-            RankSpec spec = new RankSpec(jobId, r, config, HybridModels.FACTORY, TrainingCorpora.single(DEMO), checkpoints,
-                    cluster.settings(), listener.getRef());
-            ranks.add(cluster.spawn(r, RankRunner.create(spec), jobId + "-rank-" + r));
-        }
-        for (ActorRef<RankRunner.Command> rank : ranks) {
-            rank.tell(new RankRunner.Peers(ranks));
-        }
+        spawnRanks(config, checkpoints, jobId, listener.getRef());
         List<RankEvent> events = new ArrayList<>();
         int finished = 0;
-        while (finished < 2) {
+        while (finished < config.train().dataParallel()) {
             RankEvent event = listener.receiveMessage(Duration.ofSeconds(60));
             assertTrue(!(event instanceof RankEvent.Failed), () -> "rank failed: " + event);
             events.add(event);
@@ -162,6 +206,21 @@ class DataParallelClusterTest {
             }
         }
         return new Job(events);
+    }
+
+    /** Spawns rank r on system r and sends every rank the peers. */
+    private static List<ActorRef<RankRunner.Command>> spawnRanks(KdapackConfig config, Path checkpoints, String jobId,
+                                                                 ActorRef<RankEvent> listener) throws Exception {
+        List<ActorRef<RankRunner.Command>> ranks = new ArrayList<>();
+        for (int r = 0; r < config.train().dataParallel(); r++) {
+            RankSpec spec = new RankSpec(jobId, r, config, HybridModels.FACTORY, TrainingCorpora.single(DEMO), checkpoints,
+                    cluster.settings(), listener);
+            ranks.add(cluster.spawn(r, RankRunner.create(spec), jobId + "-rank-" + r));
+        }
+        for (ActorRef<RankRunner.Command> rank : ranks) {
+            rank.tell(new RankRunner.Peers(ranks));
+        }
+        return ranks;
     }
 
     private static void assertSameState(Checkpoint expected, Checkpoint actual) {
