@@ -1,5 +1,7 @@
 package io.kdapack.actors.cluster.parallel;
 
+import java.util.List;
+
 /** What travels on the large-message lane to a rank's {@code kdapack-gradients} child: chunks and their acknowledgements. */
 sealed interface GradientMessage extends ParallelMessage {
 
@@ -13,13 +15,29 @@ sealed interface GradientMessage extends ParallelMessage {
     enum Pass { REDUCE, BROADCAST }
 
     /**
-     * Floats {@code [offset, offset + length)} of {@code data}: the values of gradient chunk {@code index} of the
-     * exchange. On the sender it is a view of the rank's gradient buffer (no copy; the sender leaves that region alone
-     * until the chunk is acknowledged); {@link ParallelSerializer} writes the view straight into Artery's buffer and the
-     * receiver gets its own array with offset 0.
+     * Gradient chunk {@code index} of the exchange: the floats of {@code regions}, one after the other (a chunk runs on
+     * across parameter boundaries, so a small parameter does not cost a message of its own). On the sender the regions
+     * are views of the rank's gradient buffers (no copy; the sender leaves them alone until the chunk is acknowledged);
+     * {@link ParallelSerializer} writes them straight into Artery's buffer and the receiver gets one region of its own.
      */
-    record Chunk(long exchange, int fromRank, Pass pass, int index, float[] data, int offset, int length)
-            implements GradientMessage {
+    record Chunk(long exchange, int fromRank, Pass pass, int index, List<Region> regions) implements GradientMessage {
+
+        public Chunk {
+            regions = List.copyOf(regions);
+        }
+
+        /** Floats in the chunk. */
+        public int length() {
+            int n = 0;
+            for (Region r : regions) {
+                n += r.length();
+            }
+            return n;
+        }
+    }
+
+    /** Floats {@code [offset, offset + length)} of {@code data}. */
+    record Region(float[] data, int offset, int length) {
     }
 
     /** Chunk {@code index} of {@code pass} was consumed: the sender may send one more on that link. */

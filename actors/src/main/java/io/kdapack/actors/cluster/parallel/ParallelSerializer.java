@@ -24,7 +24,7 @@ import org.apache.pekko.serialization.SerializerWithStringManifest;
  *
  * <p>A gradient {@link Chunk} is a 25-byte header ({@code exchange} i64, {@code fromRank} i32, pass u8, {@code index}
  * i32, {@code length} i32, 4 bytes reserved) then {@code length} floats. Artery hands this serializer its envelope
- * buffer ({@link ByteBufferSerializer}), so the floats go from the sender's gradient buffer straight into the frame
+ * buffer ({@link ByteBufferSerializer}), so the floats go from the sender's gradient buffers straight into the frame
  * (one copy) and from the frame straight into the receiver's new array (one copy); nothing is boxed and nothing goes
  * through Java serialization. Actor references are written in {@link ActorRefResolver}'s string form.
  */
@@ -103,8 +103,10 @@ public final class ParallelSerializer extends SerializerWithStringManifest imple
             case Chunk c -> {
                 b.putLong(c.exchange()).putInt(c.fromRank()).put((byte) c.pass().ordinal()).putInt(c.index())
                         .putInt(c.length()).putInt(0);
-                b.asFloatBuffer().put(c.data(), c.offset(), c.length());
-                b.position(b.position() + 4 * c.length());
+                for (GradientMessage.Region r : c.regions()) {
+                    b.asFloatBuffer().put(r.data(), r.offset(), r.length());
+                    b.position(b.position() + 4 * r.length());
+                }
             }
             case Ack a -> b.putLong(a.exchange()).putInt(a.fromRank()).put((byte) a.pass().ordinal()).putInt(a.index());
             case ControlMessage.GatherPart g -> {
@@ -170,7 +172,7 @@ public final class ParallelSerializer extends SerializerWithStringManifest imple
                 float[] data = new float[length];
                 b.asFloatBuffer().get(data);
                 b.position(b.position() + 4 * length);
-                return new Chunk(exchange, from, pass, index, data, 0, length);
+                return new Chunk(exchange, from, pass, index, List.of(new GradientMessage.Region(data, 0, length)));
             }
             case "A" -> {
                 return new Ack(b.getLong(), b.getInt(), Pass.values()[b.get()], b.getInt());

@@ -23,8 +23,8 @@ import org.apache.pekko.actor.typed.ActorRef;
  *
  * <p><b>All-gather</b>: each rank sends its part to every other rank's runner ({@code N − 1} small messages).
  *
- * <p><b>Gradient sum</b>, in two pipelined passes over the gradient cut into chunks (each parameter in pieces of at
- * most {@code chunkFloats}, parameters in order):
+ * <p><b>Gradient sum</b>, in two pipelined passes over the gradient cut into chunks (the parameters' gradients end to
+ * end in parameter order, cut every {@code chunkFloats} floats):
  * <ol>
  *   <li><i>Reduce</i> up the chain {@code 0 → 1 → … → N−1}: rank 0 sends its chunk; rank r adds the partial sum it
  *       receives to its own gradient in place, {@code g_r ← p_{r−1} + g_r}, and sends that on. Chunk by chunk, rank
@@ -112,7 +112,7 @@ final class PekkoGradientExchange implements GradientExchange {
         long start = System.nanoTime();
         bytesSent = 0;
         bytesReceived = 0;
-        List<Piece> pieces = pieces(parameters, settings.chunkFloats());
+        List<List<Segment>> pieces = pieces(parameters, settings.chunkFloats());
         // Every rank ready (the time the slowest rank's compute costs this one), and the same cut on every rank.
         long[][] counts = allGather(new long[] {pieces.size()});
         for (int r = 0; r < ranks; r++) {
@@ -127,26 +127,51 @@ final class PekkoGradientExchange implements GradientExchange {
         return new ExchangeStats(bytesSent, bytesReceived, ready - start, System.nanoTime() - ready);
     }
 
-    /** A chunk: floats {@code [offset, offset + length)} of parameter {@code parameter}'s gradient. */
-    private record Piece(int parameter, int offset, int length) {
+    /** Floats {@code [offset, offset + length)} of parameter {@code parameter}'s gradient: part of a chunk. */
+    private record Segment(int parameter, int offset, int length) {
     }
 
-    private static List<Piece> pieces(List<Parameter> parameters, int chunkFloats) {
-        List<Piece> out = new ArrayList<>();
+    /**
+     * The chunks of a gradient: the parameters' gradients laid end to end in parameter order and cut every
+     * {@code chunkFloats} floats, each chunk as the segments of the parameters it covers.
+     */
+    private static List<List<Segment>> pieces(List<Parameter> parameters, int chunkFloats) {
+        List<List<Segment>> out = new ArrayList<>();
+        List<Segment> current = new ArrayList<>();
+        int room = chunkFloats;
         for (int p = 0; p < parameters.size(); p++) {
             int size = parameters.get(p).size();
-            for (int offset = 0; offset < size; offset += chunkFloats) {
-                out.add(new Piece(p, offset, Math.min(chunkFloats, size - offset)));
+            for (int offset = 0; offset < size; ) {
+                int take = Math.min(room, size - offset);
+                current.add(new Segment(p, offset, take));
+                offset += take;
+                room -= take;
+                if (room == 0) {
+                    out.add(List.copyOf(current));
+                    current.clear();
+                    room = chunkFloats;
+                }
             }
         }
+        if (!current.isEmpty()) {
+            out.add(List.copyOf(current));
+        }
         return out;
+    }
+
+    private static int floats(List<Segment> piece) {
+        int n = 0;
+        for (Segment s : piece) {
+            n += s.length();
+        }
+        return n;
     }
 
     /** The two passes of one gradient sum, on this rank. */
     private final class Exchange {
         final long op;
         final List<Parameter> parameters;
-        final List<Piece> pieces;
+        final List<List<Segment>> pieces;
         final int total;
         /** Reduce chain neighbours (−1: none). */
         final int up = rank - 1;
@@ -165,7 +190,7 @@ final class PekkoGradientExchange implements GradientExchange {
         final Map<Integer, Chunk> pendingReduce = new HashMap<>();
         final Map<Integer, Chunk> pendingBroadcast = new HashMap<>();
 
-        Exchange(long op, List<Parameter> parameters, List<Piece> pieces) {
+        Exchange(long op, List<Parameter> parameters, List<List<Segment>> pieces) {
             this.op = op;
             this.parameters = parameters;
             this.pieces = pieces;
@@ -211,19 +236,26 @@ final class PekkoGradientExchange implements GradientExchange {
         }
 
         void sendChunk(int to, Pass pass, int index) {
-            Piece piece = pieces.get(index);
-            receivers.get(to).tell(new Chunk(op, rank, pass, index, parameters.get(piece.parameter()).grads(),
-                    piece.offset(), piece.length()));
-            bytesSent += 4L * piece.length();
+            List<GradientMessage.Region> regions = new ArrayList<>();
+            for (Segment s : pieces.get(index)) {
+                regions.add(new GradientMessage.Region(parameters.get(s.parameter()).grads(), s.offset(), s.length()));
+            }
+            Chunk chunk = new Chunk(op, rank, pass, index, regions);
+            receivers.get(to).tell(chunk);
+            bytesSent += 4L * chunk.length();
         }
 
         /** {@code g_r ← p_{r−1} + g_r} for the next chunks in order. */
         void applyReduce() {
             for (Chunk c = pendingReduce.remove(reduced); c != null; c = pendingReduce.remove(reduced)) {
-                float[] g = region(c);
-                int offset = pieces.get(c.index()).offset();
-                for (int i = 0; i < c.length(); i++) {
-                    g[offset + i] = c.data()[c.offset() + i] + g[offset + i];
+                GradientMessage.Region in = single(c);
+                int cursor = in.offset();
+                for (Segment s : pieces.get(c.index())) {
+                    float[] g = parameters.get(s.parameter()).grads();
+                    for (int i = 0; i < s.length(); i++) {
+                        g[s.offset() + i] = in.data()[cursor + i] + g[s.offset() + i];
+                    }
+                    cursor += s.length();
                 }
                 receive(c);
                 reduced++;
@@ -236,18 +268,36 @@ final class PekkoGradientExchange implements GradientExchange {
         /** The result, copied in, for the next chunks in order. */
         void applyBroadcast() {
             for (Chunk c = pendingBroadcast.remove(finished); c != null; c = pendingBroadcast.remove(finished)) {
-                System.arraycopy(c.data(), c.offset(), region(c), pieces.get(c.index()).offset(), c.length());
+                GradientMessage.Region in = single(c);
+                int cursor = in.offset();
+                for (Segment s : pieces.get(c.index())) {
+                    System.arraycopy(in.data(), cursor, parameters.get(s.parameter()).grads(), s.offset(), s.length());
+                    cursor += s.length();
+                }
                 receive(c);
                 finished++;
             }
         }
 
-        float[] region(Chunk c) {
-            if (c.index() < 0 || c.index() >= total || pieces.get(c.index()).length() != c.length()) {
+        /**
+         * A received chunk's floats as one region (a serialized chunk has one; one delivered within this JVM keeps
+         * the sender's regions, which are then copied once here).
+         */
+        GradientMessage.Region single(Chunk c) {
+            if (c.index() < 0 || c.index() >= total || floats(pieces.get(c.index())) != c.length()) {
                 throw new GradientExchangeException("rank " + rank + ": chunk " + c.index() + " of " + c.length()
                         + " floats from rank " + c.fromRank() + " does not fit this rank's " + total + " chunks");
             }
-            return parameters.get(pieces.get(c.index()).parameter()).grads();
+            if (c.regions().size() == 1) {
+                return c.regions().getFirst();
+            }
+            float[] joined = new float[c.length()];
+            int cursor = 0;
+            for (GradientMessage.Region r : c.regions()) {
+                System.arraycopy(r.data(), r.offset(), joined, cursor, r.length());
+                cursor += r.length();
+            }
+            return new GradientMessage.Region(joined, 0, joined.length);
         }
 
         void receive(Chunk c) {

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link ParallelSerializer}: the actors module's {@code reference.conf} binds every data-parallel message to it, each
  * one round-trips through both its byte-array and its byte-buffer form, and a chunk's floats keep their exact bits
- * (NaN payloads, −0, subnormals) and only the viewed region of the sender's array is written.
+ * (NaN payloads, −0, subnormals) and only the viewed regions of the sender's arrays are written, one after the other.
  */
 class ParallelSerializerTest {
     private static final ActorTestKit KIT = ActorTestKit.create();
@@ -71,14 +71,16 @@ class ParallelSerializerTest {
     }
 
     @Test
-    void aChunkWritesItsRegionOnceWithExactBits() throws Exception {
+    void aChunkWritesItsRegionsOnceWithExactBits() throws Exception {
         float[] gradient = new float[1000];
         for (int i = 0; i < gradient.length; i++) {
             gradient[i] = (float) Math.sin(i) * (i % 7 == 0 ? 1e-40f : 1f);
         }
         gradient[300] = Float.intBitsToFloat(0x7fc0_1234);
         gradient[301] = -0.0f;
-        Chunk chunk = new Chunk(77, 0, Pass.REDUCE, 5, gradient, 256, 300);
+        float[] other = {1.5f, -2.5f};
+        Chunk chunk = new Chunk(77, 0, Pass.REDUCE, 5, List.of(new GradientMessage.Region(gradient, 256, 298),
+                new GradientMessage.Region(other, 1, 1), new GradientMessage.Region(gradient, 999, 1)));
         Serializer serializer = serializer(chunk);
         assertInstanceOf(ParallelSerializer.class, serializer);
         byte[] bytes = serializer.toBinary(chunk);
@@ -92,12 +94,18 @@ class ParallelSerializerTest {
         assertArrayEquals(bytes, Arrays.copyOfRange(frame.array(), 8, frame.position()));
         frame.flip().position(8);
         Chunk back = (Chunk) ((ParallelSerializer) serializer).fromBinary(frame, "C");
-        assertEquals(0, back.offset());
+        assertEquals(1, back.regions().size(), "the receiver gets one array");
+        assertEquals(0, back.regions().getFirst().offset());
         assertEquals(300, back.length());
         assertEquals(77, back.exchange());
         assertEquals(5, back.index());
+        float[] expected = new float[300];
+        System.arraycopy(gradient, 256, expected, 0, 298);
+        expected[298] = -2.5f;
+        expected[299] = gradient[999];
+        float[] data = back.regions().getFirst().data();
         for (int i = 0; i < 300; i++) {
-            assertEquals(Float.floatToRawIntBits(gradient[256 + i]), Float.floatToRawIntBits(back.data()[i]), "float " + i);
+            assertEquals(Float.floatToRawIntBits(expected[i]), Float.floatToRawIntBits(data[i]), "float " + i);
         }
         assertEquals(frame.limit(), frame.position(), "the reader consumed exactly the message");
     }
