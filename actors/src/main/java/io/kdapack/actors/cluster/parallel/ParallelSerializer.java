@@ -53,6 +53,7 @@ public final class ParallelSerializer extends SerializerWithStringManifest imple
             case Ack a -> "A";
             case ControlMessage.GatherPart g -> "G";
             case ControlMessage.Hello h -> "H";
+            case ControlMessage.Done d -> "D";
             case RankRunner.Peers p -> "P";
             case RankRunner.Stop s -> "S";
             case RankEvent.Started e -> "E0";
@@ -125,6 +126,7 @@ public final class ParallelSerializer extends SerializerWithStringManifest imple
                 }
             }
             case RankRunner.Stop s -> putString(b, s.reason());
+            case ControlMessage.Done d -> b.putInt(d.fromRank());
             case RankEvent.Started e -> {
                 head(b, e);
                 b.putLong(e.fromStep());
@@ -199,6 +201,9 @@ public final class ParallelSerializer extends SerializerWithStringManifest imple
             }
             case "S" -> {
                 return new RankRunner.Stop(getString(b));
+            }
+            case "D" -> {
+                return new ControlMessage.Done(b.getInt());
             }
             case "E0" -> {
                 return new RankEvent.Started(getString(b), b.getInt(), b.getLong());

@@ -31,7 +31,8 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  *       receivers to each other and start training when all have;</li>
  *   <li>the listener gets {@link RankEvent.Started}, a {@link RankEvent.StepDone} per step (rank 0 also
  *       {@link RankEvent.CheckpointWritten}), then {@link RankEvent.Finished} or {@link RankEvent.Failed}; then the
- *       runner stops itself.</li>
+ *       runner stops itself (after a failure at once; after {@code Finished} once every rank has finished, or after
+ *       {@code kdapack.parallel.timeout}).</li>
  * </ol>
  * {@link Stop} ends the run after the step under way (no half-step is applied; reported as {@code Failed} with reason
  * "stopped"). A peer that terminates, or stays silent longer than {@code kdapack.parallel.timeout} when it is needed,
@@ -60,7 +61,10 @@ public final class RankRunner extends AbstractBehavior<RankRunner.Command> {
     sealed interface Internal extends Command {
     }
 
-    private record TrainingEnded() implements Internal {
+    private record TrainingEnded(boolean finished) implements Internal {
+    }
+
+    private record LingerOver() implements Internal {
     }
 
     private record HandshakeTimedOut() implements Internal {
@@ -77,6 +81,8 @@ public final class RankRunner extends AbstractBehavior<RankRunner.Command> {
     private final List<ActorRef<GradientMessage>> receivers;
     private int introduced;
     private Thread training;
+    /** The ranks whose training thread completed the run (this one included once it has). */
+    private final java.util.Set<Integer> done = new java.util.HashSet<>();
 
     public static Behavior<Command> create(RankSpec spec) {
         return Behaviors.setup(context -> new RankRunner(context, spec));
@@ -109,7 +115,9 @@ public final class RankRunner extends AbstractBehavior<RankRunner.Command> {
                     return this;
                 })
                 .onMessage(Stop.class, this::onStop)
-                .onMessage(TrainingEnded.class, ended -> Behaviors.stopped())
+                .onMessage(TrainingEnded.class, this::onTrainingEnded)
+                .onMessage(ControlMessage.Done.class, this::onPeerDone)
+                .onMessage(LingerOver.class, over -> Behaviors.stopped())
                 .onMessage(HandshakeTimedOut.class, this::onHandshakeTimedOut)
                 .onSignal(Terminated.class, this::onPeerTerminated)
                 .onSignal(PostStop.class, this::onPostStop)
@@ -151,16 +159,18 @@ public final class RankRunner extends AbstractBehavior<RankRunner.Command> {
         GradientExchange exchange = spec.ranks() == 1 ? GradientExchange.single()
                 : new PekkoGradientExchange(spec.rank(), peers, receivers, inbox, spec.exchange());
         ActorRef<Command> self = getContext().getSelf();
-        training = Thread.ofPlatform().name("kdapack-rank-" + spec.jobId() + "-" + spec.rank()).daemon().unstarted(() -> {
-            train(exchange);
-            self.tell(new TrainingEnded());
-        });
+        training = Thread.ofPlatform().name("kdapack-rank-" + spec.jobId() + "-" + spec.rank()).daemon().unstarted(() ->
+                self.tell(new TrainingEnded(train(exchange))));
         training.start();
         return this;
     }
 
-    /** The training thread: restore, steps, checkpoints (rank 0), the final event. */
-    private void train(GradientExchange exchange) {
+    /**
+     * The training thread: restore, steps, checkpoints (rank 0), the final event.
+     *
+     * @return whether the run completed
+     */
+    private boolean train(GradientExchange exchange) {
         long stepsDone = 0;
         try (Trainer trainer = Trainer.create(spec.config(), spec.models(), spec.corpora(), spec.checkpointDir(),
                 exchange)) {
@@ -179,10 +189,40 @@ public final class RankRunner extends AbstractBehavior<RankRunner.Command> {
                 }
             }
             spec.listener().tell(new RankEvent.Finished(spec.jobId(), spec.rank(), stepsDone));
+            return true;
         } catch (Throwable e) {
             String reason = stopping.get() ? "stopped" : e.getMessage() == null ? e.toString() : e.getMessage();
             spec.listener().tell(new RankEvent.Failed(spec.jobId(), spec.rank(), stepsDone, reason));
+            return false;
         }
+    }
+
+    /**
+     * A failed rank stops at once, so that its peers learn it from their watch. A rank that completed the run lingers
+     * until every peer has completed too: its part of the last all-gather may still be on its way to a slower peer, and
+     * its termination must not overtake it (the watch's notification travels on another lane).
+     */
+    private Behavior<Command> onTrainingEnded(TrainingEnded ended) {
+        if (!ended.finished() || spec.ranks() == 1) {
+            return Behaviors.stopped();
+        }
+        done.add(spec.rank());
+        for (int r = 0; r < peers.size(); r++) {
+            if (r != spec.rank()) {
+                peers.get(r).tell(new ControlMessage.Done(spec.rank()));
+            }
+        }
+        getContext().scheduleOnce(spec.exchange().timeout(), getContext().getSelf(), new LingerOver());
+        return stopWhenAllDone();
+    }
+
+    private Behavior<Command> onPeerDone(ControlMessage.Done message) {
+        done.add(message.fromRank());
+        return stopWhenAllDone();
+    }
+
+    private Behavior<Command> stopWhenAllDone() {
+        return done.contains(spec.rank()) && done.size() == spec.ranks() ? Behaviors.stopped() : this;
     }
 
     private Behavior<Command> onStop(Stop stop) {
@@ -205,6 +245,11 @@ public final class RankRunner extends AbstractBehavior<RankRunner.Command> {
 
     private Behavior<Command> onPeerTerminated(Terminated terminated) {
         int lost = peers == null ? -1 : peers.indexOf(terminated.getRef());
+        if (done.contains(spec.rank())) {
+            // This rank completed the run; a peer that stops now has nothing more to send it.
+            done.add(lost);
+            return stopWhenAllDone();
+        }
         String reason = "rank " + lost + " (" + terminated.getRef().path() + ") terminated";
         if (training == null) {
             return fail(reason);

@@ -49,6 +49,7 @@ class ParallelSerializerTest {
         List<Object> messages = List.of(
                 new Ack(9, 1, Pass.BROADCAST, 41),
                 new ControlMessage.Hello(1, receiver),
+                new ControlMessage.Done(2),
                 new RankRunner.Stop("asked by the user: ünïcode"),
                 new RankEvent.Started("job-1", 0, 6),
                 new RankEvent.StepDone("job-1", 1, step, new StepTiming(10, 20, 30, 40, 50)),
@@ -66,7 +67,7 @@ class ParallelSerializerTest {
         assertEquals(4, part.exchange());
         assertEquals(2, part.fromRank());
         assertArrayEquals(values, part.values());
-        RankEvent.StepDone done = (RankEvent.StepDone) messages.get(4);
+        RankEvent.StepDone done = (RankEvent.StepDone) messages.get(5);
         assertEquals(done.result().toJson(), ((RankEvent.StepDone) roundTrip(done)).result().toJson());
     }
 
