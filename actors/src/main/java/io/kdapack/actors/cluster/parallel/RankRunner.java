@@ -128,10 +128,12 @@ public final class RankRunner extends AbstractBehavior<RankRunner.Command> {
         if (peers != null) {
             return this;
         }
-        if (message.ranks().size() != spec.ranks() || !message.ranks().get(spec.rank()).equals(getContext().getSelf())) {
-            return fail("Peers lists " + message.ranks().size() + " ranks with " + message.ranks().get(Math.min(spec.rank(),
-                    message.ranks().size() - 1)) + " at rank " + spec.rank() + ", expected train.data_parallel = "
-                    + spec.ranks() + " with this runner at its rank");
+        if (message.ranks().size() != spec.ranks()) {
+            return fail("Peers lists " + message.ranks().size() + " ranks, train.data_parallel is " + spec.ranks());
+        }
+        if (!message.ranks().get(spec.rank()).equals(getContext().getSelf())) {
+            return fail("Peers lists " + message.ranks().get(spec.rank()) + " at rank " + spec.rank()
+                    + ", not this runner (" + getContext().getSelf() + ")");
         }
         peers = message.ranks();
         for (int r = 0; r < peers.size(); r++) {
