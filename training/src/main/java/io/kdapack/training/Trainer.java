@@ -92,10 +92,6 @@ public final class Trainer implements AutoCloseable {
         this.exchange = exchange;
         this.blocks = train.dataParallel();
         this.perBlock = train.microBatchesPerRank();
-        if (exchange.ranks() != 1 && exchange.ranks() != blocks) {
-            throw new IllegalArgumentException("train.data_parallel = " + blocks + " does not match the exchange's "
-                    + exchange.ranks() + " ranks: run the N blocks in one process or one on each of N ranks");
-        }
         this.firstBlock = exchange.ranks() == 1 ? 0 : exchange.rank();
         this.localBlocks = exchange.ranks() == 1 ? blocks : 1;
     }
@@ -134,6 +130,10 @@ public final class Trainer implements AutoCloseable {
     public static Trainer create(KdapackConfig config, ModelFactory factory, TrainingCorpora corpora, Path checkpointDir,
                                  GradientExchange exchange) throws IOException {
         TrainConfig train = config.train();
+        if (exchange.ranks() != 1 && exchange.ranks() != train.dataParallel()) {
+            throw new IllegalArgumentException("train.data_parallel = " + train.dataParallel() + " does not match the "
+                    + "exchange's " + exchange.ranks() + " ranks: run the N blocks in one process or one on each of N ranks");
+        }
         LanguageModel model = factory.create(config.model(), train);
         long samples = (long) train.steps() * train.globalBatchSize();
         MegatronSamples source = MegatronSamples.open(corpora, train.data(), DatasetSplit.TRAIN,
