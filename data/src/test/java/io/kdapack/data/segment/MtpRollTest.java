@@ -69,10 +69,17 @@ class MtpRollTest {
 
         MtpRoll.roll(new int[0], new float[0], new int[0], 0, 4, new int[0], new float[0]); // B = 0
         MtpRoll.roll(new int[0], new float[0], new int[0], 3, 0, new int[0], new float[0]); // L = 0
+        for (int wrong = 0; wrong < 5; wrong++) { // each array alone one value short of [2, 3]
+            int[] labels = new int[wrong == 0 ? 5 : 6];
+            float[] mask = new float[wrong == 1 ? 5 : 6];
+            int[] ids = new int[wrong == 2 ? 5 : 6];
+            int[] outLabels = new int[wrong == 3 ? 5 : 6];
+            float[] outMask = new float[wrong == 4 ? 5 : 6];
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> MtpRoll.roll(labels, mask, ids, 2, 3, outLabels, outMask), "array " + wrong);
+            assertEquals("array of 5 values is not [B,L] = [2,3]", e.getMessage());
+        }
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> MtpRoll.roll(new int[4], new float[4], new int[4], 2, 3, new int[4], new float[4]));
-        assertEquals("array of 4 values is not [B,L] = [2,3]", e.getMessage());
-        e = assertThrows(IllegalArgumentException.class,
                 () -> MtpRoll.roll(new int[0], new float[0], new int[0], -1, 0, new int[0], new float[0]));
         assertEquals("array of 0 values is not [B,L] = [-1,0]", e.getMessage());
     }
