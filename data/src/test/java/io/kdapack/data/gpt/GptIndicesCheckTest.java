@@ -66,6 +66,31 @@ class GptIndicesCheckTest {
         a.assemble(2, sample);
         assertArrayEquals(new int[] {5, -1, -1}, sample.rawText(), "equal rows: the extra token only");
         assertEquals(3, a.sampleCount());
+        assertEquals(2, sample.sampleId(), "the dataset index assembled last");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> a.assemble(0, new GptSample(3, 1)));
+        assertEquals("sample buffers hold 3+1 positions, expected 2+1", e.getMessage());
+    }
+
+    /** A sample may hold as many document parts as it has tokens (L + 1 documents of one token each). */
+    @Test
+    void aSampleOfOneTokenDocumentsReadsEveryPart(@TempDir Path dir) throws IOException {
+        Path prefix = dir.resolve("ones");
+        try (IndexedDatasetBuilder builder = new IndexedDatasetBuilder(prefix, TokenDType.forVocabulary(10))) {
+            for (int t = 1; t <= 4; t++) {
+                builder.addDocument(new int[] {t});
+            }
+            builder.finish();
+        }
+        IndexedDataset ones = IndexedDataset.open(prefix);
+        for (boolean interDocument : new boolean[] {false, true}) {
+            GptSampleAssembler a = new GptSampleAssembler(ones, new GptIndices(new int[] {0, 1, 2, 3},
+                    new int[] {0, 0, 2, 0}, new int[] {0}), 2, true,
+                    new SampleOptions(9, -1, false, true, true, interDocument));
+            GptSample sample = a.newSample();
+            a.assemble(0, sample);
+            assertArrayEquals(new int[] {1, 2, 3}, sample.rawText(), "inter-document masking " + interDocument);
+        }
     }
 
     @Test
