@@ -126,6 +126,43 @@ class ShortConvTest {
         assertGradient("dbias", grads.dbias(), in.bias(), edgeChannels, in, loss);
     }
 
+    /**
+     * The parameter gradients are summed in blocks of 64 channels. The convolution is depthwise, so each channel's
+     * dweight and dbias must equal those of the same channel run alone, bit for bit (each is the same double sum over
+     * the same tokens in the same order, whatever block holds it), for channel counts on either side of a block edge:
+     * 1, 63, 64, 65, 127, 128. 63 and 127 are where a block count rounded up one too far adds a block of negative size.
+     */
+    @Test
+    void parameterGradientsOfEachChannelEqualThatChannelAloneAtEveryBlockEdge() {
+        int width = 4;
+        Segments segments = new Segments(23, new int[] {0, 5, 5, 9}, new int[] {5, 5, 9, 23});
+        for (int channels : new int[] {1, 63, 64, 65, 127, 128}) {
+            Random random = new Random(41 + channels);
+            ShortConvInputs in = randomInputs(random, segments, channels, width, true, true, Activation.SILU);
+            float[] dy = ConvTesting.normal(random, segments.tokens() * channels, 1);
+            ShortConvGradients all = ShortConv.backward(in, dy, null);
+            for (int d = 0; d < channels; d++) {
+                float[] x = new float[segments.tokens()];
+                float[] dyAlone = new float[segments.tokens()];
+                for (int t = 0; t < x.length; t++) {
+                    x[t] = in.x()[t * channels + d];
+                    dyAlone[t] = dy[t * channels + d];
+                }
+                float[] initial = new float[segments.count() * width];
+                for (int n = 0; n < segments.count(); n++) {
+                    System.arraycopy(in.initialState(), (n * channels + d) * width, initial, n * width, width);
+                }
+                ShortConvInputs alone = new ShortConvInputs(segments, 1, width, x,
+                        slice(in.weight(), d * width, (d + 1) * width), slice(in.bias(), d, d + 1), initial,
+                        Activation.SILU);
+                ShortConvGradients one = ShortConv.backward(alone, dyAlone, null);
+                String where = "D=" + channels + " channel " + d;
+                assertArrayEquals(one.dweight(), slice(all.dweight(), d * width, (d + 1) * width), where + " dweight");
+                assertEquals(one.dbias()[0], all.dbias()[d], where + " dbias");
+            }
+        }
+    }
+
     private static void checkGradients(Activation activation, int width) {
         Random random = new Random(31 + width);
         int channels = 3;

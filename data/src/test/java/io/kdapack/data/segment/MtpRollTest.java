@@ -1,6 +1,7 @@
 package io.kdapack.data.segment;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.Arrays;
@@ -50,5 +51,36 @@ class MtpRollTest {
         assertArrayEquals(new float[] {1, 0, 0, 0, 0, 0, 0, 0}, Arrays.copyOf(mask2, 8));
         assertThrows(IllegalArgumentException.class,
                 () -> MtpRoll.roll(labels, mask, SEGMENT_IDS, B, L, labels, rolledMask));
+    }
+
+    /**
+     * Row boundaries: the roll never takes a label from the next row, even when that row goes on with the same
+     * segment id (ids are per row, so equal ids in two rows are two documents); empty shapes roll nothing; a shape
+     * that does not match the arrays is refused, naming it.
+     */
+    @Test
+    void theRollStopsAtEachRowEndEvenWhenTheNextRowHasTheSameId() {
+        int[] sameId = {4, 4, 4, 4};
+        int[] rolledLabels = new int[4];
+        float[] rolledMask = new float[4];
+        MtpRoll.roll(new int[] {1, 2, 3, 5}, new float[] {1, 1, 1, 1}, sameId, 2, 2, rolledLabels, rolledMask);
+        assertArrayEquals(new int[] {2, 0, 5, 0}, rolledLabels, "each row's last position has no next label");
+        assertArrayEquals(new float[] {1, 0, 1, 0}, rolledMask);
+
+        MtpRoll.roll(new int[0], new float[0], new int[0], 0, 4, new int[0], new float[0]); // B = 0
+        MtpRoll.roll(new int[0], new float[0], new int[0], 3, 0, new int[0], new float[0]); // L = 0
+        for (int wrong = 0; wrong < 5; wrong++) { // each array alone one value short of [2, 3]
+            int[] labels = new int[wrong == 0 ? 5 : 6];
+            float[] mask = new float[wrong == 1 ? 5 : 6];
+            int[] ids = new int[wrong == 2 ? 5 : 6];
+            int[] outLabels = new int[wrong == 3 ? 5 : 6];
+            float[] outMask = new float[wrong == 4 ? 5 : 6];
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> MtpRoll.roll(labels, mask, ids, 2, 3, outLabels, outMask), "array " + wrong);
+            assertEquals("array of 5 values is not [B,L] = [2,3]", e.getMessage());
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> MtpRoll.roll(new int[0], new float[0], new int[0], -1, 0, new int[0], new float[0]));
+        assertEquals("array of 0 values is not [B,L] = [-1,0]", e.getMessage());
     }
 }
