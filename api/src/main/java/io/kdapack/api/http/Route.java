@@ -21,7 +21,8 @@ public enum Route {
     JOB_EVENTS(HttpMethod.GET, "/v1/jobs/{id}/events"),
     STEPS(HttpMethod.POST, "/v1/steps"),
     COMPLETIONS(HttpMethod.POST, "/v1/completions"),
-    MODELS(HttpMethod.GET, "/v1/models");
+    MODELS(HttpMethod.GET, "/v1/models"),
+    CLUSTER(HttpMethod.GET, "/v1/cluster");
 
     /** A matched route and its job id (null for routes without one). */
     public record Match(Route route, String jobId) {
