@@ -264,6 +264,7 @@ class KdapackServerTest {
             case STEPS -> "/v1/steps";
             case COMPLETIONS -> "/v1/completions";
             case MODELS -> "/v1/models";
+            case CLUSTER -> "/v1/cluster";
         };
         HttpRequest.BodyPublisher body = HttpRequest.BodyPublishers.ofString(switch (route) {
             case CREATE_JOB -> "{\"steps\": 1}";
