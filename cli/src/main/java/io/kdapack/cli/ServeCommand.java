@@ -45,9 +45,10 @@ final class ServeCommand implements Callable<Integer> {
             settings = settings.withBind(bind);
         }
         DataRoot dataRoot = new DataRoot(settings.dataRoot());
-        String token = ApiToken.resolve(settings);
-        Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
         ClusterConfig cluster = serving.cluster();
+        // A worker alone serves no HTTP: it needs no token, and must not replace the api member's in a shared file.
+        String token = cluster.enabled() && !cluster.hasRole(ClusterConfig.ROLE_API) ? null : ApiToken.resolve(settings);
+        Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
         KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir),
                 InferenceLimits.defaults(), jobsDir, cluster);
         AtomicBoolean closing = new AtomicBoolean();

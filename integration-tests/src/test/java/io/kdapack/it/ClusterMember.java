@@ -22,6 +22,12 @@ final class ClusterMember implements AutoCloseable {
     private static final Pattern LISTENING = Pattern.compile("listening on http://127\\.0\\.0\\.1:(\\d+)");
     private static final Pattern UP = Pattern.compile("cluster member (pekko://\\S+) up");
 
+    /**
+     * Longest a member may take to start: a JVM of the whole class path plus Pekko's start takes 2–3 s alone, but a
+     * minute on a 2-core machine that other builds share.
+     */
+    static final java.time.Duration START_WAIT = java.time.Duration.ofSeconds(150);
+
     private final Process process;
     private final int artery;
     private final StringBuffer output = new StringBuffer();
@@ -59,7 +65,7 @@ final class ClusterMember implements AutoCloseable {
     /** Waits (bounded) until the member is Up in the cluster; its address. */
     String awaitUp() throws Exception {
         try {
-            return up.get(TrainingServer.WAIT.toSeconds(), TimeUnit.SECONDS);
+            return up.get(START_WAIT.toSeconds(), TimeUnit.SECONDS);
         } catch (Exception e) {
             throw new AssertionError("member did not come up: " + output, e);
         }
@@ -68,7 +74,7 @@ final class ClusterMember implements AutoCloseable {
     /** Waits (bounded) for the HTTP port of an api member. */
     int awaitHttp() throws Exception {
         try {
-            return listening.get(TrainingServer.WAIT.toSeconds(), TimeUnit.SECONDS);
+            return listening.get(START_WAIT.toSeconds(), TimeUnit.SECONDS);
         } catch (Exception e) {
             throw new AssertionError("api member did not listen: " + output, e);
         }
@@ -87,8 +93,8 @@ final class ClusterMember implements AutoCloseable {
 
     /** Waits (bounded) for the process to exit; its exit code. */
     int awaitExit() throws InterruptedException {
-        if (!process.waitFor(TrainingServer.WAIT.toSeconds(), TimeUnit.SECONDS)) {
-            throw new AssertionError("kdapack serve did not exit within " + TrainingServer.WAIT + ": " + output);
+        if (!process.waitFor(START_WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new AssertionError("kdapack serve did not exit within " + START_WAIT + ": " + output);
         }
         return process.exitValue();
     }

@@ -166,7 +166,7 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
 
     private Behavior<Object> onCancelJob(JobManager.CancelJob cancel) {
         locate(cancel.jobId()).thenCompose(location -> {
-            if (!location.isKnown() || location.lost()) {
+            if (!location.placed() || location.lost()) {
                 return CompletableFuture.completedFuture(Optional.ofNullable(location.known()));
             }
             return this.<WorkerAgent.Command, RunReply>ask(location.workers().getFirst(), ref -> new WorkerAgent.CancelRun(cancel.jobId(), ref),
@@ -257,7 +257,7 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     /** A job's status: its worker's word, or the directory's last view if the worker is gone or does not answer. */
     private CompletionStage<Optional<JobStatus>> status(String id) {
         return locate(id).thenCompose(location -> {
-            if (!location.isKnown()) {
+            if (!location.placed()) {
                 return CompletableFuture.completedFuture(Optional.empty());
             }
             if (location.lost()) {

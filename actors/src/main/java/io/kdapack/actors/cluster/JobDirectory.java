@@ -77,7 +77,7 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
      */
     public record Location(String jobId, List<ActorRef<WorkerAgent.Command>> workers, List<String> members,
                            JobStatus known, boolean lost) implements ClusterMessage {
-        public boolean isKnown() {
+        public boolean placed() { // not isPlaced: Jackson would take an is-method for a property
             return !workers.isEmpty();
         }
     }
