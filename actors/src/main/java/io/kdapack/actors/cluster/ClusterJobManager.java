@@ -20,6 +20,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -71,6 +72,7 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     }
 
     private final ActorRef<JobDirectory.Command> directory;
+    private final ToIntFunction<String> ranksOf;
     private final Duration askTimeout;
     private final Scheduler scheduler;
     private final EventMirrors mirrors;
@@ -82,23 +84,26 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
      * @param directory  the {@link JobDirectory} singleton's proxy
      * @param topic      this member's {@link EventTopic} actor
      * @param journalOf  a job's {@code events.jsonl} in the shared jobs directory
+     * @param ranksOf    a job's data-parallel ranks ({@code train.data_parallel} of its record)
      * @param askTimeout longest a placement may take (a worker builds the job's backend)
      */
     public static Behavior<JobManager.Command> create(ActorRef<JobDirectory.Command> directory,
                                                       ActorRef<Topic.Command<JobEventMessage>> topic,
-                                                      Function<String, Path> journalOf, Duration askTimeout) {
+                                                      Function<String, Path> journalOf, ToIntFunction<String> ranksOf,
+                                                      Duration askTimeout) {
         Behavior<Object> behavior = Behaviors.setup(context -> Behaviors.withTimers(timers -> {
             timers.startTimerWithFixedDelay(new Tick(), CHECK_INTERVAL);
-            return new ClusterJobManager(context, directory, topic, journalOf, askTimeout);
+            return new ClusterJobManager(context, directory, topic, journalOf, ranksOf, askTimeout);
         }));
         return behavior.narrow();
     }
 
     private ClusterJobManager(ActorContext<Object> context, ActorRef<JobDirectory.Command> directory,
                               ActorRef<Topic.Command<JobEventMessage>> topic, Function<String, Path> journalOf,
-                              Duration askTimeout) {
+                              ToIntFunction<String> ranksOf, Duration askTimeout) {
         super(context);
         this.directory = directory;
+        this.ranksOf = ranksOf;
         this.askTimeout = askTimeout;
         this.scheduler = context.getSystem().scheduler();
         this.mirrors = new EventMirrors(journalOf, MIRRORS);
@@ -127,7 +132,14 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     }
 
     private Behavior<Object> onStartJob(JobManager.StartJob start) {
-        int ranks = 1;
+        int ranks;
+        try {
+            ranks = ranksOf.applyAsInt(start.jobId());
+        } catch (RuntimeException e) {
+            start.replyTo().tell(StatusReply.error(new RunRefused(500, "cannot read job " + start.jobId()
+                    + "'s record: " + e.getMessage(), null)));
+            return this;
+        }
         this.<JobDirectory.Command, RunReply>ask(directory, ref -> new JobDirectory.Submit(start.jobId(), ranks, ref), askTimeout.plusSeconds(5))
                 .whenComplete((reply, failure) -> start.replyTo().tell(failure != null
                         ? StatusReply.error(new RunRefused(503, "the job directory did not answer within "

@@ -184,8 +184,17 @@ public final class KdapackServer implements AutoCloseable {
                     Props.empty());
         }
         return cluster.hasRole(ClusterConfig.ROLE_API) ? actors.systemActorOf(
-                ClusterJobManager.create(directory, topic, factory::eventJournal, askTimeout), "cluster-jobs",
+                ClusterJobManager.create(directory, topic, factory::eventJournal, id -> ranks(factory, id), askTimeout),
+                "cluster-jobs",
                 Props.empty()) : null;
+    }
+
+    private static int ranks(JobFactory factory, String jobId) {
+        try {
+            return factory.ranks(jobId);
+        } catch (Exception e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
     }
 
     /** Where HTTP listens; null for a cluster member without the api role. */
