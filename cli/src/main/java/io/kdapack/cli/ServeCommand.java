@@ -7,7 +7,10 @@ import io.kdapack.api.server.ApiToken;
 import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.KdapackServer;
 import io.kdapack.api.server.ServerSettings;
+import io.kdapack.config.ClusterConfig;
 import io.kdapack.config.ConfigLoader;
+import io.kdapack.config.KdapackConfig;
+import java.util.concurrent.atomic.AtomicBoolean;
 import io.kdapack.training.HybridModels;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -22,7 +25,7 @@ import picocli.CommandLine.Option;
 final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--config", description = "Configuration file (YAML), merged with KDAPACK_* variables and "
-            + "kdapack.* system properties; its server section applies (docs/configuration.md).")
+            + "kdapack.* system properties; its server and cluster sections apply (docs/configuration.md, docs/cluster.md).")
     Path config;
 
     @Option(names = "--port", description = "TCP port, overriding server.port (0 = any free port).")
@@ -33,7 +36,8 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ServerSettings settings = ServerSettings.from(ConfigLoader.loadServer(config));
+        KdapackConfig serving = ConfigLoader.loadServing(config);
+        ServerSettings settings = ServerSettings.from(serving.server());
         if (port != null) {
             settings = settings.withPort(port);
         }
@@ -41,15 +45,34 @@ final class ServeCommand implements Callable<Integer> {
             settings = settings.withBind(bind);
         }
         DataRoot dataRoot = new DataRoot(settings.dataRoot());
-        String token = ApiToken.resolve(settings);
+        ClusterConfig cluster = serving.cluster();
+        // A worker alone serves no HTTP: it needs no token, and must not replace the api member's in a shared file.
+        String token = cluster.enabled() && !cluster.hasRole(ClusterConfig.ROLE_API) ? null : ApiToken.resolve(settings);
         Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
         KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir),
-                InferenceLimits.defaults(), jobsDir);
-        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kdapack-shutdown"));
-        System.err.println("kdapack serve: listening on http://" + server.address().getHostString() + ":"
-                + server.address().getPort() + " (data root " + dataRoot.root() + ", jobs in " + jobsDir + "; "
-                + (settings.token() == null ? "bearer token written to " + settings.tokenFile().toAbsolutePath()
-                        : "bearer token from the configuration") + ")");
+                InferenceLimits.defaults(), jobsDir, cluster);
+        AtomicBoolean closing = new AtomicBoolean();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            closing.set(true);
+            server.close();
+        }, "kdapack-shutdown"));
+        if (cluster.enabled()) {
+            System.err.println("kdapack serve: cluster member " + server.clusterAddress() + " up, roles "
+                    + cluster.roles() + " (jobs in " + jobsDir + ", which every member must see)");
+            // Downed by the cluster (the split brain resolver, or removed): this process can no longer serve.
+            server.whenTerminated().thenRun(() -> {
+                if (!closing.get()) {
+                    System.err.println("kdapack serve: this member left the cluster (downed or removed); exiting");
+                    Thread.ofPlatform().start(() -> System.exit(1));
+                }
+            });
+        }
+        if (server.address() != null) {
+            System.err.println("kdapack serve: listening on http://" + server.address().getHostString() + ":"
+                    + server.address().getPort() + " (data root " + dataRoot.root() + ", jobs in " + jobsDir + "; "
+                    + (settings.token() == null ? "bearer token written to " + settings.tokenFile().toAbsolutePath()
+                            : "bearer token from the configuration") + ")");
+        }
         new CountDownLatch(1).await(); // serve until the JVM is stopped; the shutdown hook closes the server
         return 0;
     }

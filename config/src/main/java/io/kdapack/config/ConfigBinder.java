@@ -150,6 +150,9 @@ final class ConfigBinder {
                                          Set<String> given) {
         Class<Record> element = (Class<Record>) (Class<?>) ((java.lang.reflect.ParameterizedType) c.getGenericType())
                 .getActualTypeArguments()[0];
+        if (element == (Class<?>) String.class) {
+            return (List<Record>) (List<?>) bindStrings(value, key, sourceOf.apply(key));
+        }
         if (value == null || value instanceof String s && s.trim().equals("null")) {
             return null;
         }
@@ -176,6 +179,27 @@ final class ConfigBinder {
             out.add(bindRecord(element, null, entry, at, k -> sourceOf.apply(key), given));
         }
         return out;
+    }
+
+    /**
+     * A list of strings ({@code cluster.seed_nodes}): a list of non-empty strings, or, from an environment variable or
+     * a system property, one text with the entries separated by commas ({@code "a:2552,b:2552"}; empty text: none).
+     */
+    private static List<String> bindStrings(Object value, String key, String source) {
+        if (value instanceof String text && isText(source)) {
+            return text.isBlank() ? List.of() : Arrays.stream(text.split(",")).map(String::trim).toList();
+        }
+        if (!(value instanceof io.vertx.core.json.JsonArray array)) {
+            throw new ConfigException(key, value, "expected a list of strings", source);
+        }
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < array.size(); i++) {
+            if (!(array.getValue(i) instanceof String entry) || entry.isBlank()) {
+                throw new ConfigException(key + "[" + i + "]", array.getValue(i), "expected a non-empty string", source);
+            }
+            out.add(entry.trim());
+        }
+        return List.copyOf(out);
     }
 
     private static Object convert(Object raw, Class<?> type, String key, String source) {

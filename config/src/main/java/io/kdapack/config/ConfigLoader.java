@@ -33,7 +33,7 @@ import java.util.concurrent.TimeoutException;
  *   <li>system properties {@code kdapack.<dotted key>}, e.g. {@code -Dkdapack.train.steps=2}.</li>
  * </ol>
  * Only variables and properties under the configuration's sections ({@code KDAPACK_MODEL_…}, {@code KDAPACK_TRAIN_…},
- * {@code KDAPACK_SERVER_…} and {@code kdapack.model.…} etc.) are configuration; one there that names no key is an error,
+ * {@code KDAPACK_SERVER_…}, {@code KDAPACK_CLUSTER_…} and {@code kdapack.model.…} etc.) are configuration; one there that names no key is an error,
  * others (such as the launcher's {@code KDAPACK_JAVA_OPTS}) are left alone. Environment and property values are
  * strings; {@code null} sets a nullable key to null. Unset keys keep the defaults of the records.
  *
@@ -85,6 +85,14 @@ public final class ConfigLoader {
      */
     public static ServerConfig loadServer(Path yamlFile) {
         return load(yamlFile, System.getenv(), System.getProperties(), ConfigRules.Uses.SERVER).server();
+    }
+
+    /**
+     * The sections {@code kdapack serve} reads itself, {@code server} and {@code cluster}, of {@code yamlFile} (may be
+     * null), the process environment and system properties: as {@link #loadServer}, both sections.
+     */
+    public static KdapackConfig loadServing(Path yamlFile) {
+        return load(yamlFile, System.getenv(), System.getProperties(), ConfigRules.Uses.SERVER);
     }
 
     private static KdapackConfig load(Path yamlFile, Map<String, String> environment, Properties properties,

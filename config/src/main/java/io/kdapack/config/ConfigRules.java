@@ -91,7 +91,19 @@ final class ConfigRules {
                     "expected an integer in [100, 86400000] (milliseconds)")),
             Map.entry("server.request_timeout_ms", new Rule(v -> (long) v >= 100 && (long) v <= 86_400_000,
                     "expected an integer in [100, 86400000] (milliseconds)")),
-            Map.entry("server.max_step_tokens", atLeast(1)));
+            Map.entry("server.max_step_tokens", atLeast(1)),
+            Map.entry("cluster.host", nonBlank()),
+            Map.entry("cluster.port", new Rule(v -> (int) v >= 0 && (int) v <= 65535,
+                    "expected a port in [0, 65535] (0 = ephemeral, for a node that is no one's seed)")),
+            Map.entry("cluster.stable_after_ms", new Rule(v -> (long) v >= 100 && (long) v <= 3_600_000,
+                    "expected an integer in [100, 3600000] (milliseconds)")),
+            Map.entry("cluster.failure_timeout_ms", new Rule(v -> (long) v >= 100 && (long) v <= 3_600_000,
+                    "expected an integer in [100, 3600000] (milliseconds)")),
+            Map.entry("cluster.join_timeout_ms", new Rule(v -> (long) v >= 100 && (long) v <= 3_600_000,
+                    "expected an integer in [100, 3600000] (milliseconds)")));
+
+    /** A seed node: a host name or IPv4 address, a colon, a port. */
+    private static final Pattern SEED = Pattern.compile("[A-Za-z0-9._-]+:([0-9]{1,5})");
 
     private ConfigRules() {
     }
@@ -116,11 +128,32 @@ final class ConfigRules {
      * @param sourceOf where the value of a key came from, for the message
      */
     static void checkRelations(KdapackConfig c, Uses uses, java.util.function.Function<String, String> sourceOf) {
+        checkCluster(c.cluster(), sourceOf);
         if (uses == Uses.ALL || uses == Uses.MODEL) {
             checkModelRelations(c.model(), sourceOf);
         }
         if (uses == Uses.ALL) {
             checkTrainRelations(c, sourceOf);
+        }
+    }
+
+    /** The list keys of the cluster section, entry by entry (their own rules, checked whatever the command). */
+    private static void checkCluster(ClusterConfig cluster, java.util.function.Function<String, String> sourceOf) {
+        List<String> seeds = cluster.seedNodes();
+        for (int i = 0; i < seeds.size(); i++) {
+            var m = SEED.matcher(seeds.get(i));
+            if (!m.matches() || Integer.parseInt(m.group(1)) < 1 || Integer.parseInt(m.group(1)) > 65535) {
+                throw new ConfigException("cluster.seed_nodes[" + i + "]", seeds.get(i),
+                        "expected host:port with a port in [1, 65535] (e.g. 127.0.0.1:2552)",
+                        sourceOf.apply("cluster.seed_nodes"));
+            }
+        }
+        List<String> roles = cluster.roles();
+        if (roles.isEmpty() || roles.stream().anyMatch(r -> !r.equals(ClusterConfig.ROLE_API)
+                && !r.equals(ClusterConfig.ROLE_WORKER)) || roles.stream().distinct().count() != roles.size()) {
+            throw new ConfigException("cluster.roles", String.join(",", roles),
+                    "expected [api], [worker] or [api, worker]: api serves HTTP, worker runs jobs",
+                    sourceOf.apply("cluster.roles"));
         }
     }
 

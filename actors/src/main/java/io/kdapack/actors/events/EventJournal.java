@@ -127,6 +127,30 @@ public final class EventJournal implements AutoCloseable {
         }
     }
 
+    /**
+     * The steps {@code file} holds, read only (it may be appended to meanwhile, by the member that runs the job): the
+     * consecutive steps from the first, as {@link #open} reads them back; a last line without its newline is not read.
+     * Empty when there is no such file.
+     */
+    public static List<StepEvent> readSteps(Path file) throws IOException {
+        List<StepEvent> steps = new ArrayList<>();
+        if (!Files.isRegularFile(file)) {
+            return steps;
+        }
+        byte[] bytes = Files.readAllBytes(file);
+        int start = 0;
+        for (int i = 0; i < bytes.length; i++) {
+            if (bytes[i] == '\n') {
+                Optional<StepEvent> step = parseStep(new String(bytes, start, i - start, StandardCharsets.UTF_8));
+                if (step.isPresent() && (steps.isEmpty() || step.get().step() == steps.getLast().step() + 1)) {
+                    steps.add(step.get());
+                }
+                start = i + 1;
+            }
+        }
+        return steps;
+    }
+
     /** The end event of the last run written to {@code file}, if its last line is one (an ended, not killed, run). */
     public static Optional<EndEvent> lastEnd(Path file) throws IOException {
         if (!Files.isRegularFile(file)) {

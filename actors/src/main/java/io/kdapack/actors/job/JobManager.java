@@ -45,7 +45,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
 
     public sealed interface Command permits StartJob, GetJob, ListJobs, CancelJob, Evaluate, StopAll, SubscribeEvents,
-            GetCapacity, JobUpdated, SupervisorStopped {
+            GetCapacity, DescribeCluster, JobUpdated, SupervisorStopped {
     }
 
     /**
@@ -88,6 +88,14 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
 
     /** How many jobs run and wait against the admission limits (for readiness checks). */
     public record GetCapacity(ActorRef<Capacity> replyTo) implements Command {
+    }
+
+    /**
+     * The cluster membership this server is part of ({@code GET /v1/cluster}); empty for a server that is not a
+     * cluster member (this manager; {@link io.kdapack.actors.cluster.ClusterJobManager} answers it on api members).
+     */
+    public record DescribeCluster(ActorRef<Optional<io.kdapack.actors.cluster.ClusterView>> replyTo)
+            implements Command {
     }
 
     /**
@@ -178,6 +186,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                 .onMessage(StopAll.class, this::onStopAll)
                 .onMessage(SubscribeEvents.class, this::onSubscribeEvents)
                 .onMessage(GetCapacity.class, this::onGetCapacity)
+                .onMessage(DescribeCluster.class, this::onDescribeCluster)
                 .onMessage(JobUpdated.class, this::onJobUpdated)
                 .onMessage(SupervisorStopped.class, this::onSupervisorStopped)
                 .build();
@@ -296,6 +305,12 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
 
     private Behavior<Command> onGetCapacity(GetCapacity get) {
         get.replyTo().tell(new Capacity(runningCount(), queued.size(), reservedBytes(), admission, shuttingDown));
+        return this;
+    }
+
+    /** A single JVM is no cluster member. */
+    private Behavior<Command> onDescribeCluster(DescribeCluster describe) {
+        describe.replyTo().tell(Optional.empty());
         return this;
     }
 

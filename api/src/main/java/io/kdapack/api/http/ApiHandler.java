@@ -1,6 +1,7 @@
 package io.kdapack.api.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.cluster.ClusterView;
 import io.kdapack.actors.job.EvaluationTicket;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
@@ -159,8 +160,11 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
         return switch (request.match().route()) {
             case HEALTH -> jobs.capacity().thenApply(ApiHandler::health);
             case OPENAPI -> reply(Responses.bytes(HttpResponseStatus.OK, "application/yaml", openApi));
-            case METRICS -> jobs.list().thenApply(list ->
-                    new Reply(Responses.text(HttpResponseStatus.OK, PROMETHEUS_TEXT, metrics.scrape(list))));
+            case METRICS -> jobs.list().thenCombine(jobs.cluster(), (list, cluster) ->
+                    new Reply(Responses.text(HttpResponseStatus.OK, PROMETHEUS_TEXT, metrics.scrape(list, cluster))));
+            case CLUSTER -> jobs.cluster().thenApply(cluster -> new Reply(Responses.json(HttpResponseStatus.OK,
+                    clusterJson(cluster.orElseThrow(() -> ApiException.notFound(
+                            "this server is not a cluster member (cluster.enabled is false)"))))));
             case LIST_JOBS -> jobs.list().thenApply(this::jobList);
             case CREATE_JOB -> jobs.create(configDocument(request)).thenApply(status -> {
                 FullHttpResponse response = Responses.json(HttpResponseStatus.CREATED, statusJson(status));
@@ -327,6 +331,23 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
         body.put("started_at", status.startedAt() == null ? null : status.startedAt().toString());
         body.put("finished_at", status.finishedAt() == null ? null : status.finishedAt().toString());
         body.put("error", status.error());
+        return body;
+    }
+
+    /** The wire form of {@code GET /v1/cluster}. */
+    static Map<String, Object> clusterJson(ClusterView cluster) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("self", cluster.self());
+        body.put("leader", cluster.leader());
+        body.put("members", cluster.members().stream().map(member -> {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("address", member.address());
+            m.put("roles", member.roles());
+            m.put("status", member.status());
+            m.put("reachable", member.reachable());
+            m.put("jobs", member.jobs());
+            return m;
+        }).toList());
         return body;
     }
 

@@ -28,7 +28,9 @@ public enum Route {
     /** The browser dashboard's page ({@link Dashboard}); no token. */
     DASHBOARD(HttpMethod.GET, "/"),
     /** Its assets, one path segment under {@code /ui/} (a regular expression without a group: no job id). */
-    DASHBOARD_ASSET(HttpMethod.GET, "/ui/[^/]*");
+    DASHBOARD_ASSET(HttpMethod.GET, "/ui/[^/]*"),
+    /** Members of the Pekko cluster and the jobs each runs (404 without a cluster). */
+    CLUSTER(HttpMethod.GET, "/v1/cluster");
 
     /** A matched route and its job id (null for routes without one). */
     public record Match(Route route, String jobId) {

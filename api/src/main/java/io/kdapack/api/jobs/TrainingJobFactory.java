@@ -107,6 +107,12 @@ public final class TrainingJobFactory implements JobFactory {
     }
 
     @Override
+    public int ranks(String jobId) throws IOException {
+        return JSON.readTree(jobDir(jobId).resolve(JOB_FILE).toFile()).path("config").path("train")
+                .path("data_parallel").asInt(1);
+    }
+
+    @Override
     public Path eventJournal(String jobId) {
         return jobDir(jobId).resolve(EVENTS);
     }

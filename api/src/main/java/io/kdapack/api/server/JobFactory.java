@@ -34,6 +34,14 @@ public interface JobFactory {
         return null;
     }
 
+    /**
+     * The data-parallel ranks of job {@code jobId} ({@code train.data_parallel} of its record): how many distinct
+     * workers a cluster places its run on. 1 by default.
+     */
+    default int ranks(String jobId) throws Exception {
+        return 1;
+    }
+
     /** Forgets a job that {@link #create} built but the server refused (its files, if any); nothing by default. */
     default void discard(String jobId) throws Exception {
     }

@@ -1,6 +1,8 @@
 package io.kdapack.api.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kdapack.actors.cluster.ClusterView;
+import io.kdapack.actors.cluster.RunRefused;
 import io.kdapack.actors.job.EvaluationRefused;
 import io.kdapack.actors.job.EvaluationTicket;
 import io.kdapack.actors.job.JobHandle;
@@ -54,6 +56,11 @@ public final class JobService {
         this.factory = factory;
         this.blocking = blocking;
         this.timeout = timeout;
+    }
+
+    /** The cluster this server is a member of, or empty for a server on its own. */
+    public CompletionStage<Optional<ClusterView>> cluster() {
+        return ask(JobManager.DescribeCluster::new);
     }
 
     /** Builds a backend for {@code config} and starts it under a fresh id. */
@@ -169,8 +176,14 @@ public final class JobService {
                 }, blocking);
     }
 
-    /** 400 for a job too large for the memory budget, 429 when every slot and queue place is taken, else 409. */
+    /**
+     * 400 for a job too large for the memory budget, 429 when every slot and queue place is taken, a cluster member's
+     * refusal as it gave it, else 409.
+     */
     private static ApiException startError(Throwable error) {
+        if (error instanceof RunRefused refused) {
+            return new ApiException(HttpResponseStatus.valueOf(refused.status()), refused.getMessage(), refused.field());
+        }
         if (error instanceof JobRefused refused) {
             return switch (refused.reason()) {
                 case TOO_LARGE -> ApiException.badRequest(refused.getMessage(), refused.field());

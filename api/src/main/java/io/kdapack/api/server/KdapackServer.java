@@ -2,6 +2,12 @@ package io.kdapack.api.server;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.kdapack.actors.cluster.ClusterJobManager;
+import io.kdapack.actors.cluster.ClusterNode;
+import io.kdapack.actors.cluster.EventTopic;
+import io.kdapack.actors.cluster.JobDirectory;
+import io.kdapack.actors.cluster.JobEventMessage;
+import io.kdapack.actors.cluster.WorkerAgent;
 import io.kdapack.actors.inference.InferenceLimits;
 import io.kdapack.actors.inference.ModelSource;
 import io.kdapack.actors.job.Admission;
@@ -17,13 +23,31 @@ import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import io.kdapack.config.ClusterConfig;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.ClusterSingleton;
+import org.apache.pekko.cluster.typed.ClusterSingletonSettings;
+import org.apache.pekko.cluster.typed.SingletonActor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The running server: the job actors, the HTTP API in front of them, and the metrics registry. {@link #close}
  * shuts down gracefully: running jobs checkpoint and stop, then HTTP and the actors stop.
+ *
+ * <p>With {@code cluster.enabled} the server is a Pekko Cluster member (docs/cluster.md): its roles decide what it
+ * starts. Every member runs the cluster's {@link EventTopic} and a proxy of the {@link JobDirectory} singleton (which
+ * lives on the api members); a {@code worker} runs jobs on its own {@link JobManager} for the directory
+ * ({@link WorkerAgent}); an {@code api} member serves HTTP through a {@link ClusterJobManager}, so that every job of the
+ * cluster is reachable from it. A worker alone serves no HTTP ({@link #address} is null).
  */
 public final class KdapackServer implements AutoCloseable {
 
@@ -33,16 +57,22 @@ public final class KdapackServer implements AutoCloseable {
     private final ExecutorService factoryCalls;
     private final HttpApiServer http;
     private final JobService jobs;
+    /** The jobs that run in this JVM (the same service as {@link #jobs} unless this is an api member of a cluster). */
+    private final JobService localJobs;
     private final Duration shutdownWait;
     private final HttpApiInitializer initializer;
+    private final boolean clustered;
     private boolean closed;
     /** Longest a shutdown waits for event streams to deliver what was pending (a batch interval is at most 1 h, but a
      *  stream's default is 1 s; a client that reads nothing is not waited for longer than this). */
     private static final Duration STREAM_DRAIN = Duration.ofSeconds(5);
 
     private KdapackServer(ActorSystem<JobManager.Command> actors, ExecutorService factoryCalls, HttpApiServer http,
-                          JobService jobs, Duration shutdownWait, HttpApiInitializer initializer) {
+                          JobService jobs, JobService localJobs, Duration shutdownWait, HttpApiInitializer initializer,
+                          boolean clustered) {
         this.initializer = initializer;
+        this.localJobs = localJobs;
+        this.clustered = clustered;
         this.actors = actors;
         this.factoryCalls = factoryCalls;
         this.http = http;
@@ -70,6 +100,19 @@ public final class KdapackServer implements AutoCloseable {
     public static KdapackServer start(ServerSettings settings, String token, JobFactory factory,
                                       InferenceLimits inferenceLimits, Path jobsDir)
             throws IOException, InterruptedException {
+        return start(settings, token, factory, inferenceLimits, jobsDir, ClusterConfig.defaults());
+    }
+
+    /**
+     * As {@link #start(ServerSettings, String, JobFactory, InferenceLimits, Path)}, as a member of the cluster
+     * {@code cluster} describes when it is enabled; {@code jobsDir} must then be a directory every member sees.
+     *
+     * @throws io.kdapack.config.ConfigException naming the {@code cluster} key at fault when the member cannot start
+     *                                           (a port in use, no seed to join within the join timeout)
+     */
+    public static KdapackServer start(ServerSettings settings, String token, JobFactory factory,
+                                      InferenceLimits inferenceLimits, Path jobsDir, ClusterConfig cluster)
+            throws IOException, InterruptedException {
         byte[] openApi = openApiDocument();
         // Shutdown order is ours (jobs checkpoint, then HTTP, then actors): Pekko's own JVM hook would stop
         // the actors concurrently with it, before the jobs could checkpoint.
@@ -85,14 +128,29 @@ public final class KdapackServer implements AutoCloseable {
                         pekko.jvm-exit-on-fatal-error = on
                         """)
                 .withFallback(ConfigFactory.load());
+        Config actorConfig = cluster.enabled() ? ClusterNode.pekkoConfig(cluster).withFallback(config) : config;
         ServerLimits limits = settings.limits();
         var admission = new Admission(limits.memoryBudget(), limits.maxRunningJobs(), limits.maxQueuedJobs());
-        var actors = ActorSystem.create(JobManager.create(settings.pipeline(), settings.retainFinished(), admission),
-                "kdapack", config);
+        var manager = JobManager.create(settings.pipeline(), settings.retainFinished(), admission);
+        ActorSystem<JobManager.Command> actors = cluster.enabled()
+                ? ClusterNode.start(cluster, () -> ActorSystem.create(manager, ClusterNode.SYSTEM_NAME, actorConfig))
+                : ActorSystem.create(manager, ClusterNode.SYSTEM_NAME, actorConfig);
         ExecutorService factoryCalls = Executors.newFixedThreadPool(2, Thread.ofPlatform().name("job-factory-", 0)
                 .daemon(true).factory());
         try {
-            var jobs = new JobService(actors, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
+            var localJobs = new JobService(actors, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
+            Duration shutdownWait = settings.pipeline().storeTimeout().plus(settings.pipeline().stepTimeout());
+            JobService jobs = localJobs;
+            if (cluster.enabled()) {
+                ActorRef<JobManager.Command> front = joinCluster(actors, cluster, factory, localJobs,
+                        settings.askTimeout());
+                if (front == null) {
+                    LOG.info("cluster member {} up with roles {}; no api role, so no HTTP",
+                            Cluster.get(actors).selfMember().address(), cluster.roles());
+                    return new KdapackServer(actors, factoryCalls, null, localJobs, localJobs, shutdownWait, null, true);
+                }
+                jobs = new JobService(front, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
+            }
             var inference = new InferenceService(actors, inferenceLimits, ModelSource.DIRECTORIES,
                     new DataRoot(settings.dataRoot()), jobsDir);
             var metrics = new ServerMetrics();
@@ -100,8 +158,8 @@ public final class KdapackServer implements AutoCloseable {
             var initializer = new HttpApiInitializer(jobs, metrics, token, settings.maxBodyBytes(), openApi,
                     settings.eventBatch(), limits, inference);
             var http = HttpApiServer.start(settings.bind(), settings.port(), initializer);
-            return new KdapackServer(actors, factoryCalls, http, jobs, settings.pipeline().storeTimeout()
-                    .plus(settings.pipeline().stepTimeout()), initializer);
+            return new KdapackServer(actors, factoryCalls, http, jobs, localJobs, shutdownWait, initializer,
+                    cluster.enabled());
         } catch (InterruptedException | RuntimeException e) {
             actors.terminate();
             factoryCalls.shutdownNow();
@@ -109,8 +167,52 @@ public final class KdapackServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Starts what this member's roles ask for; returns the job manager the HTTP API talks to (null without the api
+     * role).
+     */
+    private static ActorRef<JobManager.Command> joinCluster(ActorSystem<JobManager.Command> actors, ClusterConfig cluster,
+                                                          JobFactory factory, JobService localJobs, Duration askTimeout) {
+        ActorRef<Topic.Command<JobEventMessage>> topic = actors.systemActorOf(EventTopic.create(), "job-events",
+                Props.empty());
+        ActorRef<JobDirectory.Command> directory = ClusterSingleton.get(actors).init(SingletonActor.of(
+                        Behaviors.supervise(JobDirectory.create(askTimeout, factory::eventJournal, topic))
+                                .onFailure(SupervisorStrategy.restart()), "job-directory")
+                .withSettings(ClusterSingletonSettings.create(actors).withRole(ClusterConfig.ROLE_API)));
+        if (cluster.hasRole(ClusterConfig.ROLE_WORKER)) {
+            actors.systemActorOf(WorkerAgent.create(new LocalJobsAdapter(localJobs), actors, topic), "worker",
+                    Props.empty());
+        }
+        return cluster.hasRole(ClusterConfig.ROLE_API) ? actors.systemActorOf(
+                ClusterJobManager.create(directory, topic, factory::eventJournal, id -> ranks(factory, id), askTimeout),
+                "cluster-jobs",
+                Props.empty()) : null;
+    }
+
+    private static int ranks(JobFactory factory, String jobId) {
+        try {
+            return factory.ranks(jobId);
+        } catch (Exception e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    /** Where HTTP listens; null for a cluster member without the api role. */
     public InetSocketAddress address() {
-        return http.address();
+        return http == null ? null : http.address();
+    }
+
+    /** This member's cluster address ({@code pekko://kdapack@host:port}), or null for a server on its own. */
+    public String clusterAddress() {
+        return clustered ? Cluster.get(actors).selfMember().address().toString() : null;
+    }
+
+    /**
+     * Completes when the actor system has terminated: after {@link #close}, or, for a cluster member, when the cluster
+     * downed it (the split brain resolver, or a member that was removed); the process should then exit.
+     */
+    public CompletionStage<Done> whenTerminated() {
+        return actors.getWhenTerminated();
     }
 
     /** The job operations the HTTP API calls (for in-process tools such as {@code kdapack bench server}). */
@@ -126,19 +228,27 @@ public final class KdapackServer implements AutoCloseable {
         }
         closed = true;
         try {
-            jobs.checkpointAndStopAll(shutdownWait).toCompletableFuture().get(shutdownWait.toMillis(), TimeUnit.MILLISECONDS);
+            // In a cluster, an api member's jobs run on the workers and go on; only the jobs of this JVM stop. A member
+            // the cluster downed has no actors left to ask.
+            if (!actors.whenTerminated().isCompleted()) {
+                localJobs.checkpointAndStopAll(shutdownWait).toCompletableFuture()
+                    .get(shutdownWait.toMillis(), TimeUnit.MILLISECONDS);
+            }
         } catch (Exception e) {
             LOG.warn("jobs did not all checkpoint and stop before shutdown: {}", e.toString());
         }
         try {
-            // Every job has ended, so every stream ends once it has sent what was pending and the end event.
-            if (!initializer.awaitEventStreamsEnded(STREAM_DRAIN)) {
+            // Every job has ended, so every stream ends once it has sent what was pending and the end event. An api
+            // member's streams follow jobs elsewhere, which go on: their clients reconnect to another api member.
+            if (initializer != null && !clustered && !initializer.awaitEventStreamsEnded(STREAM_DRAIN)) {
                 LOG.warn("event streams had not all ended {} after the jobs stopped; closing them", STREAM_DRAIN);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        http.close();
+        if (http != null) {
+            http.close();
+        }
         factoryCalls.shutdownNow();
         actors.terminate();
         try {

@@ -1,5 +1,6 @@
 package io.kdapack.api.server;
 
+import io.kdapack.actors.cluster.ClusterView;
 import io.kdapack.actors.events.JobEventLog;
 import io.kdapack.actors.inference.InferenceGauges;
 import io.kdapack.actors.job.JobHandle;
@@ -36,6 +37,11 @@ public final class ServerMetrics {
                     + " evaluations waiting for the step in progress").register(registry);
     private final MultiGauge jobs = MultiGauge.builder("kdapack.jobs")
             .description("jobs known to the server, by state").register(registry);
+    private final MultiGauge members = MultiGauge.builder("kdapack.cluster.members")
+            .description("cluster members as this api member sees them, by Pekko member status and reachability"
+                    + " (cluster.enabled servers only)").register(registry);
+    private final MultiGauge memberRoles = MultiGauge.builder("kdapack.cluster.members.by.role")
+            .description("cluster members with the role (api, worker), any status").register(registry);
 
     /** Shows the inference actor's occupancy ({@code kdapack_inference_*} gauges). */
     public void watch(InferenceGauges inference) {
@@ -56,7 +62,13 @@ public final class ServerMetrics {
     }
 
     /** Prometheus text exposition of every metric, job gauges taken from {@code snapshot}. */
-    public synchronized String scrape(List<JobHandle> snapshot) {
+    public String scrape(List<JobHandle> snapshot) {
+        return scrape(snapshot, java.util.Optional.empty());
+    }
+
+    /** As {@link #scrape(List)}, with the membership gauges of {@code cluster} when the server is a member. */
+    public synchronized String scrape(List<JobHandle> snapshot, java.util.Optional<ClusterView> cluster) {
+        cluster.ifPresent(this::registerMembers);
         List<MultiGauge.Row<?>> stepRows = new ArrayList<>();
         List<MultiGauge.Row<?>> lossRows = new ArrayList<>();
         List<MultiGauge.Row<?>> speedRows = new ArrayList<>();
@@ -89,5 +101,21 @@ public final class ServerMetrics {
         queueDepth.register(queueRows, true);
         jobs.register(stateRows, true);
         return registry.scrape();
+    }
+
+    private void registerMembers(ClusterView cluster) {
+        Map<List<String>, Integer> byStatus = new java.util.TreeMap<>(java.util.Comparator.comparing(List::toString));
+        Map<String, Integer> byRole = new java.util.TreeMap<>();
+        for (ClusterView.Member member : cluster.members()) {
+            byStatus.merge(List.of(member.status(), Boolean.toString(member.reachable())), 1, Integer::sum);
+            member.roles().forEach(role -> byRole.merge(role, 1, Integer::sum));
+        }
+        List<MultiGauge.Row<?>> statusRows = new ArrayList<>();
+        byStatus.forEach((key, count) -> statusRows.add(MultiGauge.Row.of(
+                Tags.of("status", key.get(0), "reachable", key.get(1)), count)));
+        List<MultiGauge.Row<?>> roleRows = new ArrayList<>();
+        byRole.forEach((role, count) -> roleRows.add(MultiGauge.Row.of(Tags.of("role", role), count)));
+        members.register(statusRows, true);
+        memberRoles.register(roleRows, true);
     }
 }

@@ -305,6 +305,12 @@ class ApiHandlerTest {
             assertTrue(text.contains("kdapack_jobs{state=\"running\"}") || text.contains("kdapack_jobs{state=\"succeeded\"}"),
                     text);
 
+            assertTrue(!text.contains("kdapack_cluster_members"), "no membership gauges without a cluster: " + text);
+            FullHttpResponse cluster = http.exchange("GET /v1/cluster HTTP/1.1\r\nHost: x" + AUTH, "");
+            assertEquals(404, cluster.status().code(), "a server on its own is no cluster member");
+            assertTrue(cluster.content().toString(StandardCharsets.UTF_8).contains("cluster.enabled is false"));
+            cluster.release();
+
             FullHttpResponse spec = http.exchange("GET /openapi.yaml HTTP/1.1\r\nHost: x" + AUTH, "");
             assertEquals(200, spec.status().code());
             JsonNode document = new YAMLMapper().readTree(spec.content().toString(StandardCharsets.UTF_8));
@@ -322,6 +328,7 @@ class ApiHandlerTest {
                     case MODELS -> "/v1/models";
                     case DASHBOARD -> "/";
                     case DASHBOARD_ASSET -> "/ui/{asset}";
+                    case CLUSTER -> "/v1/cluster";
                 };
                 String method = switch (route) {
                     case CREATE_JOB, RESUME_JOB, STEPS, COMPLETIONS -> "post";

@@ -266,6 +266,7 @@ class KdapackServerTest {
             case MODELS -> "/v1/models";
             case DASHBOARD -> "/";
             case DASHBOARD_ASSET -> "/ui/app.js";
+            case CLUSTER -> "/v1/cluster";
         };
         HttpRequest.BodyPublisher body = HttpRequest.BodyPublishers.ofString(switch (route) {
             case CREATE_JOB -> "{\"steps\": 1}";

@@ -1,0 +1,60 @@
+package io.kdapack.api.server;
+
+import io.kdapack.actors.cluster.LocalJobs;
+import io.kdapack.actors.cluster.RunRefused;
+import io.kdapack.actors.job.JobHandle;
+import io.kdapack.actors.job.JobStatus;
+import io.kdapack.api.http.ApiException;
+import io.kdapack.config.ConfigException;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * A worker member's {@link LocalJobs}: its own {@link JobService} (the one a single JVM serves HTTP with), whose
+ * {@link ApiException}s become {@link RunRefused} with the same status, message and field, so that an api member
+ * answers exactly what a single server would.
+ */
+final class LocalJobsAdapter implements LocalJobs {
+
+    private final JobService jobs;
+
+    LocalJobsAdapter(JobService jobs) {
+        this.jobs = jobs;
+    }
+
+    /** A run continues from the job's record and newest checkpoint, which for a new job means from the start. */
+    @Override
+    public CompletionStage<JobStatus> start(String jobId) {
+        return refusing(jobs.resume(jobId));
+    }
+
+    @Override
+    public CompletionStage<Optional<JobStatus>> get(String jobId) {
+        return refusing(jobs.get(jobId).thenApply(handle -> handle.map(JobHandle::status)));
+    }
+
+    @Override
+    public CompletionStage<List<JobStatus>> list() {
+        return refusing(jobs.list().thenApply(handles -> handles.stream().map(JobHandle::status).toList()));
+    }
+
+    @Override
+    public CompletionStage<JobStatus> cancel(String jobId) {
+        return refusing(jobs.cancel(jobId));
+    }
+
+    private static <T> CompletionStage<T> refusing(CompletionStage<T> stage) {
+        return stage.exceptionally(failure -> {
+            Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause()
+                    : failure;
+            throw switch (cause) {
+                case ApiException api -> new RunRefused(api.status().code(), api.getMessage(), api.field());
+                case ConfigException config -> new RunRefused(400, config.getMessage(), config.key());
+                case IllegalArgumentException bad -> new RunRefused(400, bad.getMessage(), null);
+                default -> new CompletionException(cause);
+            };
+        });
+    }
+}
