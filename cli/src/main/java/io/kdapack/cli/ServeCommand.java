@@ -8,6 +8,7 @@ import io.kdapack.api.server.JobFactory;
 import io.kdapack.api.server.KdapackServer;
 import io.kdapack.api.server.ServerSettings;
 import io.kdapack.config.ConfigLoader;
+import io.kdapack.config.ServerConfig;
 import io.kdapack.training.HybridModels;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -33,7 +34,8 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ServerSettings settings = ServerSettings.from(ConfigLoader.loadServer(config));
+        ServerConfig server = ConfigLoader.loadServer(config);
+        ServerSettings settings = ServerSettings.from(server);
         if (port != null) {
             settings = settings.withPort(port);
         }
@@ -44,7 +46,7 @@ final class ServeCommand implements Callable<Integer> {
         String token = ApiToken.resolve(settings);
         Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
         KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir),
-                InferenceLimits.defaults(), jobsDir);
+                InferenceLimits.from(server.inference()), jobsDir);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kdapack-shutdown"));
         System.err.println("kdapack serve: listening on http://" + server.address().getHostString() + ":"
                 + server.address().getPort() + " (data root " + dataRoot.root() + ", jobs in " + jobsDir + "; "

@@ -71,6 +71,8 @@ final class ConfigRules {
             Map.entry("train.data.pad_id", new Rule(v -> (int) v >= -1, "expected -1 (no padding token) or a token id >= 0")),
             Map.entry("train.checkpoint.dir", nonBlank()),
             Map.entry("train.checkpoint.interval", new Rule(v -> (int) v >= 0, "expected an integer >= 0 (0 = only at the end)")),
+            Map.entry("train.checkpoint.keep_last", new Rule(v -> (int) v >= 0,
+                    "expected an integer >= 0 (the newest checkpoints kept; 0 = keep every checkpoint)")),
             Map.entry("server.host", nonBlank()),
             Map.entry("server.port", new Rule(v -> (int) v >= 0 && (int) v <= 65535, "expected a port in [0, 65535] (0 = ephemeral)")),
             Map.entry("server.token", new Rule(v -> TOKEN.matcher((String) v).matches(),
@@ -90,7 +92,19 @@ final class ConfigRules {
                     "expected an integer in [100, 86400000] (milliseconds)")),
             Map.entry("server.request_timeout_ms", new Rule(v -> (long) v >= 100 && (long) v <= 86_400_000,
                     "expected an integer in [100, 86400000] (milliseconds)")),
-            Map.entry("server.max_step_tokens", atLeast(1)));
+            Map.entry("server.max_step_tokens", atLeast(1)),
+            Map.entry("server.inference.max_sequences", atLeast(1)),
+            Map.entry("server.inference.max_queued_requests", atLeast(0)),
+            Map.entry("server.inference.state_budget_bytes", atLeast(1)),
+            Map.entry("server.inference.max_context", atLeast(2)),
+            Map.entry("server.inference.max_tokens", atLeast(1)),
+            Map.entry("server.inference.max_prompts", atLeast(1)),
+            Map.entry("server.inference.prefill_chunk", atLeast(1)),
+            Map.entry("server.inference.max_models", atLeast(1)),
+            Map.entry("server.inference.retry_after_seconds", new Rule(v -> (int) v >= 1 && (int) v <= 3600,
+                    "expected an integer in [1, 3600] (seconds)")),
+            Map.entry("server.inference.threads", new Rule(v -> (int) v >= 0,
+                    "expected an integer >= 0 (0 = all processors)")));
 
     private ConfigRules() {
     }

@@ -247,10 +247,19 @@ public final class Trainer implements AutoCloseable {
         return inPool(() -> model.run(batch, null));
     }
 
-    /** Writes a checkpoint of the current state (atomically; see {@link CheckpointStore}). */
+    /**
+     * Writes a checkpoint of the current state (atomically; see {@link CheckpointStore}), then, with
+     * {@code train.checkpoint.keep_last} = K > 0, deletes all but the newest K: only once the new one is complete and
+     * synced to disk, so a crash at any point leaves at least the newest K − 1 older ones or the new one.
+     */
     public Path saveCheckpoint() throws IOException {
         TrainingState state = new TrainingState(stepsDone, consumedSamples(), resumeFingerprint(config), Map.of());
-        return checkpoints.save(Checkpoint.of(state, parameters, optimizer.state()));
+        Path saved = checkpoints.save(Checkpoint.of(state, parameters, optimizer.state()));
+        int keepLast = config.train().checkpoint().keepLast();
+        if (keepLast > 0) {
+            checkpoints.prune(keepLast);
+        }
+        return saved;
     }
 
     /**
