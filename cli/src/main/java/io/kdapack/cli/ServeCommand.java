@@ -34,8 +34,8 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ServerConfig server = ConfigLoader.loadServer(config);
-        ServerSettings settings = ServerSettings.from(server);
+        ServerConfig serverConfig = ConfigLoader.loadServer(config);
+        ServerSettings settings = ServerSettings.from(serverConfig);
         if (port != null) {
             settings = settings.withPort(port);
         }
@@ -46,7 +46,7 @@ final class ServeCommand implements Callable<Integer> {
         String token = ApiToken.resolve(settings);
         Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
         KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir),
-                InferenceLimits.from(server.inference()), jobsDir);
+                InferenceLimits.from(serverConfig.inference()), jobsDir);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kdapack-shutdown"));
         System.err.println("kdapack serve: listening on http://" + server.address().getHostString() + ":"
                 + server.address().getPort() + " (data root " + dataRoot.root() + ", jobs in " + jobsDir + "; "
