@@ -22,6 +22,12 @@ import java.util.Random;
  * reference, and a fixed matrix product as the machine's ceiling ({@link MatmulProbe}), each timed as the median
  * of several runs after warm-up runs, all five taking turns run by run so that their ratios see the same machine.
  *
+ * <p>Two cases: by default the training case, as the model calls the op (no initial states, no final states asked
+ * for, no upstream gradient of them); with {@code states} (the inference prefill case, and the op's full contract)
+ * every document has a random initial state, its final state is returned, and the backward takes a random
+ * upstream gradient of the final states and returns the initial states' gradients. The unpacked run is the same
+ * tokens as one document, in the same case (one initial and one final state).
+ *
  * <p>Flop count ({@link #chunkedFlops}): per chunk of {@code L} tokens and per value head, the operations the
  * chunked algorithm performs, a multiply-add counting 2, an addition or multiplication 1, an exponential 1
  * — see {@link KdaChunk}:
@@ -38,13 +44,17 @@ import java.util.Random;
  *       elementwise and cumsum {@code 11LK}; plus prepare again when the call is too large for the tape to
  *       keep the intermediates ({@link KdaChunked#KEPT_FLOATS}).</li>
  * </ul>
- * Only the useful (triangular) part of a triangular product counts, so the figure does not reward waste.
+ * Only the useful (triangular) part of a triangular product counts, so the figure does not reward waste. The count is
+ * that of chunks cut per document (the first design's), whatever the backend does: the useful work of the tokens and
+ * their documents, the same numerator before and after the chunks moved onto the packed axis, so that
+ * {@code gflops} compares speed directly; the packed-axis chunks also compute the masked pairs across documents,
+ * which are not counted.
  */
 public final class KdaBenchmark {
 
     /** Benchmark shape. */
-    public record Config(int tokens, int heads, int valueHeads, int keyDim, int valueDim, int docs, int threads,
-                         int warmUp, int repeats) {
+    public record Config(int tokens, int heads, int valueHeads, int keyDim, int valueDim, int docs, boolean states,
+                         int threads, int warmUp, int repeats) {
         public Config {
             if (tokens < 1 || heads < 1 || valueHeads < 1 || keyDim < 1 || valueDim < 1 || threads < 1
                     || warmUp < 0 || repeats < 1) {
@@ -94,6 +104,7 @@ public final class KdaBenchmark {
         out.put("K", c.keyDim());
         out.put("V", c.valueDim());
         out.put("docs", c.docs());
+        out.put("case", c.states() ? "states" : "training");
         out.put("threads", c.threads());
         out.put("fwd_tokens_per_s", c.tokens() / fwdPacked);
         out.put("fwd_bwd_tokens_per_s", c.tokens() / fwdBwdPacked);
@@ -142,8 +153,11 @@ public final class KdaBenchmark {
         return cu;
     }
 
-    /** Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)). */
-    private record Problem(KdaInputs inputs, float[] dO, float[] dHt) {
+    /**
+     * Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)); with states, standard normal
+     * initial states and upstream gradients of the final states.
+     */
+    private record Problem(KdaInputs inputs, float[] dO, float[] dHt, boolean states) {
 
         static Problem draw(Random rnd, Segments s, Config c) {
             int t = s.tokens();
@@ -158,26 +172,30 @@ public final class KdaBenchmark {
             for (int i = 0; i < beta.length; i++) {
                 beta[i] = KdaPreprocess.sigmoid(beta[i]);
             }
+            int stateSize = s.count() * c.valueHeads() * c.keyDim() * c.valueDim();
+            float[] h0 = c.states() ? normal(rnd, stateSize) : null;
             KdaInputs in = new KdaInputs(s, c.heads(), c.valueHeads(), c.keyDim(), c.valueDim(), q, k, v, g, beta,
-                    null, null, null);
-            return new Problem(in, normal(rnd, v.length),
-                    normal(rnd, Math.toIntExact(in.stateSize())));
+                    null, null, h0);
+            return new Problem(in, normal(rnd, v.length), c.states() ? normal(rnd, stateSize) : null, c.states());
         }
 
+        /** The same tokens over other segments, with states of their own when the case has them. */
         Problem withSegments(Segments s, Config c) {
             KdaInputs i = inputs;
+            int stateSize = s.count() * c.valueHeads() * c.keyDim() * c.valueDim();
+            Random rnd = new Random(2027);
             KdaInputs in = new KdaInputs(s, i.heads(), i.valueHeads(), i.keyDim(), i.valueDim(), i.q(), i.k(), i.v(),
-                    i.g(), i.beta(), null, null, null);
-            return new Problem(in, dO, new float[Math.toIntExact(in.stateSize())]);
+                    i.g(), i.beta(), null, null, states ? normal(rnd, stateSize) : null);
+            return new Problem(in, dO, states ? normal(rnd, stateSize) : null, states);
         }
 
         void forward(KdaBackend backend) {
-            backend.forward(inputs, KdaOptions.plain());
+            backend.forward(inputs, KdaOptions.plain(), states);
         }
 
         /** A training step's pair: the forward that keeps its tape, then the backward through it. */
         void forwardBackward(KdaBackend backend) {
-            backend.backward(backend.forwardForBackward(inputs, KdaOptions.plain()), dO, dHt);
+            backend.backward(backend.forwardForBackward(inputs, KdaOptions.plain(), states), dO, dHt);
         }
 
         private static float[] normal(Random rnd, int n) {

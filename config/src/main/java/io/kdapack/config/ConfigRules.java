@@ -66,6 +66,7 @@ final class ConfigRules {
             Map.entry("train.data.eod_id", atLeast(0)),
             Map.entry("train.eval_interval", new Rule(v -> (int) v >= 0, "expected an integer >= 0 (0 = no validation)")),
             Map.entry("train.eval_iters", atLeast(1)),
+            Map.entry("train.data_parallel", atLeast(1)),
             Map.entry("model.tokenizer", new Rule(v -> !((String) v).isBlank(),
                     "expected null (the byte tokenizer) or the path of a Hugging Face tokenizer.json")),
             Map.entry("train.data.pad_id", new Rule(v -> (int) v >= -1, "expected -1 (no padding token) or a token id >= 0")),
@@ -155,6 +156,11 @@ final class ConfigRules {
             throw new ConfigException("train.optimizer.warmup_steps", o.warmupSteps(),
                     "expected an integer < train.steps (" + c.train().steps() + "): the cosine decay needs at least one step",
                     sourceOf.apply("train.optimizer.warmup_steps"));
+        }
+        if (c.train().numMicrobatches() % c.train().dataParallel() != 0) {
+            throw new ConfigException("train.data_parallel", c.train().dataParallel(), "expected a divisor of "
+                    + "train.num_microbatches (" + c.train().numMicrobatches() + "): each of the N ranks runs a contiguous "
+                    + "block of num_microbatches / N micro-batches", sourceOf.apply("train.data_parallel"));
         }
         DataConfig d = c.train().data();
         int vocab = c.model().vocabSize();

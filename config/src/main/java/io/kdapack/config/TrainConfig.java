@@ -21,15 +21,19 @@ import io.kdapack.core.optim.OptimizerConfig;
  * @param evalInterval          Megatron's {@code --eval-interval}: the validation loss every this many steps and after
  *                              the last one; 0: no validation
  * @param evalIters             Megatron's {@code --eval-iters}: global batches of the valid split per evaluation
+ * @param dataParallel          data-parallel ranks N: each step's micro-batches form N contiguous blocks whose gradients
+ *                              are accumulated apart and summed in block order (docs/training.md, "Data parallel"); on
+ *                              one machine the N blocks run one after the other, on a cluster one block per worker.
+ *                              {@code numMicrobatches} is a multiple of it
  */
 public record TrainConfig(long seed, int steps, int microBatchSize, int numMicrobatches, int seqLength,
                           boolean calculatePerTokenLoss, OptimizerConfig optimizer, DataConfig data,
                           CheckpointConfig checkpoint, int threads, Backend backend, boolean isolation,
-                          int evalInterval, int evalIters) {
+                          int evalInterval, int evalIters, int dataParallel) {
 
     public static TrainConfig defaults() {
         return new TrainConfig(1234, 800, 4, 2, 128, false, OptimizerConfig.defaults(), DataConfig.defaults(),
-                CheckpointConfig.defaults(), 0, Backend.AUTO, true, 0, 10);
+                CheckpointConfig.defaults(), 0, Backend.AUTO, true, 0, 10, 1);
     }
 
     /** Whether the run reports a validation loss ({@code eval_interval > 0}). */
@@ -47,6 +51,11 @@ public record TrainConfig(long seed, int steps, int microBatchSize, int numMicro
     public long validSamples() {
         return validates() ? Math.multiplyExact(Math.multiplyExact((long) steps / evalInterval + 1, (long) evalIters),
                 (long) globalBatchSize()) : 0;
+    }
+
+    /** Micro-batches of one data-parallel block (one rank's share of a step): {@code numMicrobatches / dataParallel}. */
+    public int microBatchesPerRank() {
+        return numMicrobatches / dataParallel;
     }
 
     /** Samples per optimizer step. */

@@ -66,6 +66,19 @@ class BlendAndEvalConfigTest {
                 "more than the 1073741822 an int32 sample index holds");
     }
 
+    @Test
+    void dataParallelDividesTheMicroBatches() {
+        assertEquals(1, KdapackConfig.defaults().train().dataParallel());
+        KdapackConfig c = ConfigLoader.fromYaml("train:\n  num_microbatches: 6\n  data_parallel: 3\n");
+        assertEquals(3, c.train().dataParallel());
+        assertEquals(2, c.train().microBatchesPerRank());
+        expect("train:\n  num_microbatches: 6\n  data_parallel: 4\n", "train.data_parallel",
+                "expected a divisor of train.num_microbatches (6)");
+        expect("train:\n  data_parallel: 0\n", "train.data_parallel", "expected an integer >= 1");
+        assertTrue(!c.fingerprint().equals(ConfigLoader.fromYaml("train:\n  num_microbatches: 6\n").fingerprint()),
+                "the accumulation order depends on N, so N is part of the fingerprint");
+    }
+
     private static void expect(String yaml, String key, String message) {
         ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.fromYaml(yaml), yaml);
         assertEquals(key, e.key(), e.getMessage());

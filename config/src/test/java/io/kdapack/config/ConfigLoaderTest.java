@@ -114,7 +114,7 @@ class ConfigLoaderTest {
         assertEquals("KDAPACK_MODEL_KDA_NUM_V_HEADS", ConfigLoader.environmentVariable("model.kda.num_v_heads"));
         List<String> keys = ConfigLoader.keys();
         assertEquals(keys.size(), new HashSet<>(keys.stream().map(ConfigLoader::environmentVariable).toList()).size());
-        assertEquals(78, keys.size());
+        assertEquals(79, keys.size());
     }
 
     @Test
@@ -231,7 +231,7 @@ class ConfigLoaderTest {
                 Map.entry("server.max_connections", 0), Map.entry("server.max_connections_per_address", 0),
                 Map.entry("server.idle_timeout_ms", 99), Map.entry("server.request_timeout_ms", 0),
                 Map.entry("server.max_step_tokens", 0), Map.entry("train.eval_interval", -1),
-                Map.entry("train.eval_iters", 0), Map.entry("model.tokenizer", " "));
+                Map.entry("train.eval_iters", 0), Map.entry("model.tokenizer", " "), Map.entry("train.data_parallel", 0));
         assertEquals(ConfigRules.RULES.keySet(), bad.keySet(), "every rule has a bad value here");
         assertTrue(ConfigLoader.keys().containsAll(ConfigRules.RULES.keySet()), "every rule names a real key");
         bad.forEach((key, value) -> expect(key, value, ConfigRules.RULES.get(key).allowed()));

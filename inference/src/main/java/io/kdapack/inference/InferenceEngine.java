@@ -1,6 +1,7 @@
 package io.kdapack.inference;
 
 import io.kdapack.core.kda.KdaBackend;
+import io.kdapack.core.kda.KdaChunked;
 import io.kdapack.core.kda.KdaRecurrent;
 import io.kdapack.core.model.HybridModel;
 import io.kdapack.core.model.SequenceState;
@@ -54,7 +55,9 @@ public final class InferenceEngine {
         }
         this.model = model;
         this.tokenizer = tokenizer;
-        this.prefillOp = model.kdaBackend();
+        // Chunks aligned to each prompt: a request's logits must not depend on what it is packed with, bitwise.
+        this.prefillOp = model.kdaBackend() instanceof KdaChunked chunked ? chunked.documentAligned()
+                : model.kdaBackend();
         this.decodeOp = new KdaRecurrent(threads);
         this.prefillChunk = prefillChunk;
         this.maxContext = maxContext;

@@ -11,6 +11,9 @@ import io.kdapack.core.optim.TrainingOptimizer;
 import io.kdapack.training.checkpoint.Checkpoint;
 import io.kdapack.training.checkpoint.CheckpointStore;
 import io.kdapack.training.checkpoint.TrainingState;
+import io.kdapack.training.parallel.ExchangeStats;
+import io.kdapack.training.parallel.GradientExchange;
+import io.kdapack.training.pipeline.MicroBatchLoss;
 import io.kdapack.training.pipeline.StepLoss;
 import io.kdapack.data.gpt.DatasetSplit;
 import java.io.IOException;
@@ -38,6 +41,13 @@ import java.util.concurrent.ForkJoinTask;
  * <p>Each stage can be driven on its own (for an actor pipeline): {@link #microBatches(long)} (loading, a pure function
  * of the step), {@link #train(List)} (compute and update), {@link #saveCheckpoint()} between steps. {@link #step()} does
  * the first two. Not thread safe: one caller at a time.
+ *
+ * <p>Data parallel ({@code train.data_parallel = N}, docs/training.md): the step's M micro-batches form N contiguous
+ * blocks of M/N; each block's gradient is accumulated from zero on its own and the block gradients are summed in block
+ * order, {@code ((g_0 + g_1) + …) + g_{N−1}}. A trainer with the one-process {@link GradientExchange#single()} runs the
+ * N blocks one after the other (an extra gradient buffer when N > 1); a trainer that is rank r of an N-rank
+ * {@link GradientExchange} runs block r only, reads only its micro-batches, and gets the others' loss-token counts,
+ * losses and gradients through the exchange, so both give the same bits.
  */
 public final class Trainer implements AutoCloseable {
     private final KdapackConfig config;
@@ -49,11 +59,26 @@ public final class Trainer implements AutoCloseable {
     private final CheckpointStore checkpoints;
     private final LossMode lossMode;
     private final ForkJoinPool pool;
+    private final GradientExchange exchange;
+    /** N = {@code train.data_parallel}. */
+    private final int blocks;
+    /** Micro-batches per block, M/N. */
+    private final int perBlock;
+    /** The blocks this process runs: {@code [firstBlock, firstBlock + localBlocks)}. */
+    private final int firstBlock;
+    private final int localBlocks;
+    /** Σ of the finished blocks' gradients, per parameter, while a one-process trainer runs several blocks. */
+    private float[][] blockSums;
     private TrainingOptimizer optimizer;
     private long stepsDone;
+    private StepTiming lastTiming = StepTiming.NONE;
+    /** Nanoseconds spent in the current step's all-gathers (waiting for the other ranks). */
+    private long gatherNanos;
+    /** {@link System#nanoTime()} when the current step began. */
+    private long stepStart;
 
     private Trainer(KdapackConfig config, LanguageModel model, MicroBatchAssembler batches, Validation validation,
-                    CheckpointStore checkpoints, int threads) {
+                    CheckpointStore checkpoints, int threads, GradientExchange exchange) {
         TrainConfig train = config.train();
         this.config = config;
         this.model = model;
@@ -64,6 +89,11 @@ public final class Trainer implements AutoCloseable {
         this.lossMode = LossMode.of(train.calculatePerTokenLoss());
         this.optimizer = new TrainingOptimizer(train.optimizer(), train.steps());
         this.pool = new ForkJoinPool(threads);
+        this.exchange = exchange;
+        this.blocks = train.dataParallel();
+        this.perBlock = train.microBatchesPerRank();
+        this.firstBlock = exchange.ranks() == 1 ? 0 : exchange.rank();
+        this.localBlocks = exchange.ranks() == 1 ? blocks : 1;
     }
 
     /**
@@ -86,7 +116,24 @@ public final class Trainer implements AutoCloseable {
      */
     public static Trainer create(KdapackConfig config, ModelFactory factory, TrainingCorpora corpora, Path checkpointDir)
             throws IOException {
+        return create(config, factory, corpora, checkpointDir, GradientExchange.single());
+    }
+
+    /**
+     * A trainer at step 0 that is rank {@code exchange.rank()} of a data-parallel run of {@code exchange.ranks()} ranks
+     * ({@code train.data_parallel} of them), or the whole run with {@link GradientExchange#single()}. Every rank
+     * initialises the same weights from the seed.
+     *
+     * @throws IllegalArgumentException when the exchange's rank count is neither 1 nor {@code train.data_parallel}
+     * @throws IOException              when a dataset cannot be opened
+     */
+    public static Trainer create(KdapackConfig config, ModelFactory factory, TrainingCorpora corpora, Path checkpointDir,
+                                 GradientExchange exchange) throws IOException {
         TrainConfig train = config.train();
+        if (exchange.ranks() != 1 && exchange.ranks() != train.dataParallel()) {
+            throw new IllegalArgumentException("train.data_parallel = " + train.dataParallel() + " does not match the "
+                    + "exchange's " + exchange.ranks() + " ranks: run the N blocks in one process or one on each of N ranks");
+        }
         LanguageModel model = factory.create(config.model(), train);
         long samples = (long) train.steps() * train.globalBatchSize();
         MegatronSamples source = MegatronSamples.open(corpora, train.data(), DatasetSplit.TRAIN,
@@ -94,7 +141,7 @@ public final class Trainer implements AutoCloseable {
         MicroBatchAssembler assembler = new MicroBatchAssembler(source, train.microBatchSize(), model.mtpDepth());
         Validation validation = train.validates() ? Validation.open(corpora, train, model.mtpDepth()) : null;
         int threads = train.threads() > 0 ? train.threads() : Runtime.getRuntime().availableProcessors();
-        return new Trainer(config, model, assembler, validation, new CheckpointStore(checkpointDir), threads);
+        return new Trainer(config, model, assembler, validation, new CheckpointStore(checkpointDir), threads, exchange);
     }
 
     public KdapackConfig config() {
@@ -107,6 +154,16 @@ public final class Trainer implements AutoCloseable {
 
     public CheckpointStore checkpoints() {
         return checkpoints;
+    }
+
+    /** The exchange this trainer is a rank of ({@link GradientExchange#single()} for a one-process run). */
+    public GradientExchange exchange() {
+        return exchange;
+    }
+
+    /** Where the time of the last step went and the gradient bytes it exchanged. */
+    public StepTiming lastTiming() {
+        return lastTiming;
     }
 
     /** Optimizer steps completed. */
@@ -135,16 +192,19 @@ public final class Trainer implements AutoCloseable {
     }
 
     /**
-     * The micro-batches of optimizer step {@code step} (1-based): global micro-batch indices
-     * {@code [(step−1)·M, step·M)}. Depends on nothing but the configuration and {@code step}.
+     * The micro-batches of optimizer step {@code step} (1-based) that this trainer runs: global micro-batch indices
+     * {@code [(step−1)·M, step·M)}, or for rank r of N only block r, {@code (step−1)·M + [r·M/N, (r+1)·M/N)}. Depends
+     * on nothing but the configuration, the rank and {@code step}.
      */
     public List<MicroBatch> microBatches(long step) {
         if (step < 1 || step > totalSteps()) {
             throw new IllegalArgumentException("step " + step + " outside [1, " + totalSteps() + "]");
         }
         int m = config.train().numMicrobatches();
-        List<MicroBatch> out = new ArrayList<>(m);
-        for (int i = 0; i < m; i++) {
+        int first = firstBlock * perBlock;
+        int count = localBlocks * perBlock;
+        List<MicroBatch> out = new ArrayList<>(count);
+        for (int i = first; i < first + count; i++) {
             out.add(batches.microBatch((step - 1) * m + i));
         }
         return out;
@@ -165,7 +225,19 @@ public final class Trainer implements AutoCloseable {
         if (validation == null || !validation.due(stepsDone)) {
             return Optional.empty();
         }
-        return Optional.of(validation.run(stepsDone, this::evaluate));
+        if (exchange.ranks() == 1) {
+            return Optional.of(validation.run(stepsDone, this::evaluate));
+        }
+        // Rank r evaluates the r-th contiguous share of the evaluation's micro-batches; the reports are gathered back in
+        // order and reduced as one process reduces them.
+        int share = validation.microBatchesPerEvaluation() / exchange.ranks();
+        int from = exchange.rank() * share;
+        List<MicroBatchLoss> mine = validation.evaluate(stepsDone, from, from + share, this::evaluate);
+        List<MicroBatchLoss> all = new ArrayList<>(validation.microBatchesPerEvaluation());
+        for (long[] rank : exchange.allGather(LossCodec.encode(mine, model.mtpDepth() > 0))) {
+            all.addAll(LossCodec.decode(rank, share, model.mtpDepth() > 0));
+        }
+        return Optional.of(validation.reduce(stepsDone, all));
     }
 
     /**
@@ -180,11 +252,20 @@ public final class Trainer implements AutoCloseable {
         GradientAccumulation accumulation = beginStep(microBatches);
         long tokens = 0;
         long segments = 0;
-        for (int m = 0; m < microBatches.size(); m++) {
-            MicroBatch batch = microBatches.get(m);
-            forwardBackward(accumulation, m, batch);
+        for (int i = 0; i < microBatches.size(); i++) {
+            MicroBatch batch = microBatches.get(i);
+            forwardBackward(accumulation, accumulation.first() + i, batch);
             tokens += batch.size();
             segments += batch.segmentCount();
+        }
+        if (exchange.ranks() > 1) {
+            long[] totals = {0, 0};
+            for (long[] rank : gather(new long[] {tokens, segments})) {
+                totals[0] += rank[0];
+                totals[1] += rank[1];
+            }
+            tokens = totals[0];
+            segments = totals[1];
         }
         TrainingOptimizer.StepStats update = finishStep(accumulation);
         double seconds = Math.max((System.nanoTime() - start) / 1e9, 1e-9);
@@ -203,8 +284,38 @@ public final class Trainer implements AutoCloseable {
      */
     public GradientAccumulation beginStep(List<MicroBatch> microBatches) {
         requireUnfinished();
-        GradientAccumulation accumulation = GradientAccumulation.of(lossMode, microBatches, model.mtpDepth(),
-                config.model().mtp().lossFactor());
+        gatherNanos = 0;
+        stepStart = System.nanoTime();
+        int local = localBlocks * perBlock;
+        if (microBatches.size() != local) {
+            throw new IllegalArgumentException("microBatches: step " + (stepsDone + 1) + " runs " + local
+                    + " micro-batches here, got " + microBatches.size());
+        }
+        GradientAccumulation accumulation;
+        if (exchange.ranks() == 1) {
+            accumulation = GradientAccumulation.of(lossMode, microBatches, model.mtpDepth(),
+                    config.model().mtp().lossFactor());
+        } else {
+            // The weights need every micro-batch's loss-token counts (the global token mean divides by their sum).
+            long[] mine = new long[2 * local];
+            for (int i = 0; i < local; i++) {
+                mine[2 * i] = microBatches.get(i).lossTokens();
+                mine[2 * i + 1] = microBatches.get(i).mtpLossTokens();
+            }
+            long[][] all = gather(mine);
+            int m = config.train().numMicrobatches();
+            long[] counts = new long[m];
+            long[] mtpCounts = new long[m];
+            for (int r = 0; r < all.length; r++) {
+                for (int i = 0; i < perBlock; i++) {
+                    counts[r * perBlock + i] = all[r][2 * i];
+                    mtpCounts[r * perBlock + i] = all[r][2 * i + 1];
+                }
+            }
+            int first = firstBlock * perBlock;
+            accumulation = GradientAccumulation.ofCounts(lossMode, counts, mtpCounts, model.mtpDepth(),
+                    config.model().mtp().lossFactor(), first, first + local);
+        }
         parameters.forEach(Parameter::zeroGrad);
         return accumulation;
     }
@@ -222,7 +333,43 @@ public final class Trainer implements AutoCloseable {
         LanguageModel.LossWeights weights = step.weights(m);
         LanguageModel.Output output = inPool(() -> model.run(batch, weights));
         step.add(m, output);
+        if (localBlocks > 1 && (m + 1) % perBlock == 0) {
+            foldBlock(m / perBlock);
+        }
         return output;
+    }
+
+    /**
+     * After block {@code block} of a one-process run with several blocks: the block's gradient (accumulated from zero
+     * in the parameters' buffers) joins the sum of the blocks before it, {@code s ← s + g_block}, and the buffers start
+     * from zero for the next block; after the last block the buffers get {@code s + g_last}. That is the order in which
+     * N ranks' exchange adds the block gradients.
+     */
+    private void foldBlock(int block) {
+        if (blockSums == null) {
+            blockSums = new float[parameters.size()][];
+            for (int p = 0; p < parameters.size(); p++) {
+                blockSums[p] = new float[parameters.get(p).size()];
+            }
+        }
+        for (int p = 0; p < parameters.size(); p++) {
+            float[] sum = blockSums[p];
+            float[] g = parameters.get(p).grads();
+            if (block == 0) {
+                System.arraycopy(g, 0, sum, 0, g.length);
+            } else if (block < blocks - 1) {
+                for (int i = 0; i < g.length; i++) {
+                    sum[i] += g[i];
+                }
+            } else {
+                for (int i = 0; i < g.length; i++) {
+                    g[i] = sum[i] + g[i];
+                }
+            }
+            if (block < blocks - 1) {
+                java.util.Arrays.fill(g, 0f);
+            }
+        }
     }
 
     /**
@@ -233,13 +380,43 @@ public final class Trainer implements AutoCloseable {
      */
     public TrainingOptimizer.StepStats finishStep(GradientAccumulation step) {
         requireUnfinished();
-        if (!step.complete()) {
+        if (!step.localComplete()) {
             throw new IllegalStateException("step " + (stepsDone + 1) + " has " + step.mainReports().size() + " of its "
-                    + step.microBatches() + " micro-batches");
+                    + (step.end() - step.first()) + " micro-batches");
+        }
+        ExchangeStats exchanged = ExchangeStats.NONE;
+        if (exchange.ranks() > 1) {
+            boolean mtp = model.mtpDepth() > 0;
+            List<MicroBatchLoss> mine = new ArrayList<>(step.end() - step.first());
+            for (int m = step.first(); m < step.end(); m++) {
+                mine.add(new MicroBatchLoss(step.mainReport(m), step.mtpReport(m)));
+            }
+            long[][] all = gather(LossCodec.encode(mine, mtp));
+            for (int r = 0; r < all.length; r++) {
+                if (r == exchange.rank()) {
+                    continue;
+                }
+                List<MicroBatchLoss> theirs = LossCodec.decode(all[r], perBlock, mtp);
+                for (int i = 0; i < perBlock; i++) {
+                    step.addGathered(r * perBlock + i, theirs.get(i).main(), theirs.get(i).mtp());
+                }
+            }
+            exchanged = exchange.sumGradients(parameters);
         }
         TrainingOptimizer.StepStats update = optimizer.step(parameters);
         stepsDone++;
+        long waited = gatherNanos + exchanged.waitNanos();
+        lastTiming = new StepTiming(System.nanoTime() - stepStart - waited - exchanged.exchangeNanos(), waited,
+                exchanged.exchangeNanos(), exchanged.bytesSent(), exchanged.bytesReceived());
         return update;
+    }
+
+    /** An all-gather of the exchange, its time counted as waiting for the other ranks. */
+    private long[][] gather(long[] local) {
+        long start = System.nanoTime();
+        long[][] all = exchange.allGather(local);
+        gatherNanos += System.nanoTime() - start;
+        return all;
     }
 
     /** A forward pass only (no gradient), with the current weights, in the trainer's pool. */
@@ -250,9 +427,14 @@ public final class Trainer implements AutoCloseable {
     /**
      * Writes a checkpoint of the current state (atomically; see {@link CheckpointStore}), then, with
      * {@code train.checkpoint.keep_last} = K > 0, deletes all but the newest K: only once the new one is complete and
-     * synced to disk, so a crash at any point leaves at least the newest K − 1 older ones or the new one.
+     * synced to disk, so a crash at any point leaves at least the newest K − 1 older ones or the new one. Of a
+     * data-parallel run only rank 0 writes (every rank holds the same state); the others' call does nothing and
+     * returns the path rank 0 writes.
      */
     public Path saveCheckpoint() throws IOException {
+        if (exchange.rank() != 0) {
+            return checkpoints.root().resolve(CheckpointStore.directoryName(stepsDone));
+        }
         TrainingState state = new TrainingState(stepsDone, consumedSamples(), resumeFingerprint(config), Map.of());
         Path saved = checkpoints.save(Checkpoint.of(state, parameters, optimizer.state()));
         int keepLast = config.train().checkpoint().keepLast();
@@ -272,6 +454,12 @@ public final class Trainer implements AutoCloseable {
      */
     public Optional<Long> restoreLatest() throws IOException {
         Optional<Path> latest = checkpoints.latest();
+        if (exchange.ranks() > 1) {
+            // Every rank restores the checkpoint rank 0 found, so all start from the same state.
+            long[][] found = exchange.allGather(new long[] {latest.map(CheckpointStore::stepOf).orElse(-1L)});
+            long step = found[0][0];
+            latest = step < 0 ? Optional.empty() : Optional.of(checkpoints.root().resolve(CheckpointStore.directoryName(step)));
+        }
         if (latest.isEmpty()) {
             return Optional.empty();
         }
@@ -306,7 +494,7 @@ public final class Trainer implements AutoCloseable {
         TrainConfig t = config.train();
         TrainConfig normalised = new TrainConfig(t.seed(), t.steps(), t.microBatchSize(), t.numMicrobatches(),
                 t.seqLength(), t.calculatePerTokenLoss(), t.optimizer(), t.data(), CheckpointConfig.defaults(), 0,
-                TrainConfig.defaults().backend(), t.isolation(), t.evalInterval(), t.evalIters());
+                TrainConfig.defaults().backend(), t.isolation(), t.evalInterval(), t.evalIters(), t.dataParallel());
         return new KdapackConfig(config.model(), normalised, config.server()).fingerprint();
     }
 
@@ -320,9 +508,10 @@ public final class Trainer implements AutoCloseable {
         return pool.invoke(ForkJoinTask.adapt(work));
     }
 
-    /** Stops the trainer's worker threads. */
+    /** Stops the trainer's worker threads and closes its exchange. */
     @Override
     public void close() {
         pool.shutdown();
+        exchange.close();
     }
 }

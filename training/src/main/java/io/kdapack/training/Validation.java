@@ -4,7 +4,11 @@ import io.kdapack.config.TrainConfig;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.data.gpt.DatasetSplit;
+import io.kdapack.core.loss.LossReport;
+import io.kdapack.training.pipeline.MicroBatchLoss;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Function;
 
 /**
@@ -99,21 +103,54 @@ public final class Validation {
      * {@link Trainer#evaluate}); the sums are added in micro-batch order, in double precision.
      */
     public ValidationResult run(long step, Function<MicroBatch, LanguageModel.Output> forward) {
+        return reduce(step, evaluate(step, 0, microBatchesPerEvaluation(), forward));
+    }
+
+    /**
+     * The forward passes of micro-batches {@code [from, to)} of the evaluation after step {@code step} (a data-parallel
+     * rank's contiguous share; {@link #run} is all of them): each one's loss report, and its MTP report (null without
+     * MTP).
+     */
+    public List<MicroBatchLoss> evaluate(long step, int from, int to,
+                                         Function<MicroBatch, LanguageModel.Output> forward) {
+        if (from < 0 || to < from || to > microBatchesPerEvaluation()) {
+            throw new IllegalArgumentException("micro-batches [" + from + ", " + to + ") outside the "
+                    + microBatchesPerEvaluation() + " of an evaluation");
+        }
+        List<MicroBatchLoss> out = new ArrayList<>(to - from);
+        for (int i = from; i < to; i++) {
+            LanguageModel.Output output = forward.apply(microBatch(step, i));
+            out.add(new MicroBatchLoss(new LossReport(output.lossSum(), output.lossCount()),
+                    output.mtpPerTokenLoss() == null ? null : new LossReport(output.mtpLossSum(), output.mtpLossCount())));
+        }
+        return out;
+    }
+
+    /**
+     * Megatron's reduction of an evaluation: {@code Σ sums / Σ counts} over all its micro-batches, the sums added in
+     * micro-batch order in double precision, starting from 0 (so any split of the passes among ranks, gathered back in
+     * order, gives the same bits).
+     *
+     * @param microBatches the losses of all {@link #microBatchesPerEvaluation()} micro-batches, in order
+     */
+    public ValidationResult reduce(long step, List<MicroBatchLoss> microBatches) {
+        if (microBatches.size() != microBatchesPerEvaluation()) {
+            throw new IllegalArgumentException("an evaluation has " + microBatchesPerEvaluation() + " micro-batches, got "
+                    + microBatches.size());
+        }
         long evaluation = evaluationIndex(step);
         double sum = 0;
         long count = 0;
         double mtpSum = 0;
         long mtpCount = 0;
         boolean mtp = false;
-        for (int i = 0; i < microBatchesPerEvaluation(); i++) {
-            MicroBatch batch = microBatch(step, i);
-            LanguageModel.Output output = forward.apply(batch);
-            sum += output.lossSum();
-            count += output.lossCount();
-            if (output.mtpPerTokenLoss() != null) {
+        for (MicroBatchLoss loss : microBatches) {
+            sum += loss.main().sum();
+            count += loss.main().count();
+            if (loss.mtp() != null) {
                 mtp = true;
-                mtpSum += output.mtpLossSum();
-                mtpCount += output.mtpLossCount();
+                mtpSum += loss.mtp().sum();
+                mtpCount += loss.mtp().count();
             }
         }
         long samples = (long) evalIters * globalBatch;

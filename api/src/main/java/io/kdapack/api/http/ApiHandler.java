@@ -57,6 +57,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final InferenceService inference;
     private final int maxStepTokens;
     private final ChannelGroup eventStreams;
+    private final Dashboard dashboard;
     /** Event-loop confined: a request is in progress; later ones on the connection wait in order. */
     private boolean busy;
     private final Queue<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -80,9 +81,12 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
      * @param eventBatch    shortest time between two sends on one event stream ({@link EventStreamHandler})
      * @param maxStepTokens largest {@code POST /v1/steps} batch, B·T tokens
      * @param eventStreams  where connections that stream events are registered (a shutdown waits for them to end)
+     * @param dashboard     the browser page and its assets
      */
     public ApiHandler(JobService jobs, ServerMetrics metrics, byte[] openApi, SseFrames.Registry frames,
-                      Duration eventBatch, int maxStepTokens, ChannelGroup eventStreams, InferenceService inference) {
+                      Duration eventBatch, int maxStepTokens, ChannelGroup eventStreams, InferenceService inference,
+                      Dashboard dashboard) {
+        this.dashboard = dashboard;
         this.inference = inference;
         this.jobs = jobs;
         this.eventStreams = eventStreams;
@@ -164,7 +168,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 return new Reply(response);
             });
             case GET_JOB -> jobs.get(id).thenApply(handle -> new Reply(Responses.json(HttpResponseStatus.OK,
-                    statusJson(handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status()))));
+                    handleJson(handle.orElseThrow(() -> ApiException.notFound("no job " + id))))));
             case CANCEL_JOB -> purge(request) ? jobs.purge(id).thenApply(status -> new Reply(Responses.json(
                     HttpResponseStatus.OK, purgedJson(id, status.orElse(null)))))
                     : jobs.cancel(id).thenApply(status ->
@@ -218,6 +222,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 yield CompletableFuture.completedFuture(new Streaming());
             }
             case MODELS -> reply(Responses.json(HttpResponseStatus.OK, CompletionHandler.modelList(inference())));
+            case DASHBOARD, DASHBOARD_ASSET -> reply(dashboard.response(request.uri().path()));
         };
     }
 
@@ -294,7 +299,7 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     private Reply jobList(List<JobHandle> handles) {
         Map<String, Object> body = new LinkedHashMap<>();
-        body.put("jobs", handles.stream().map(handle -> statusJson(handle.status())).toList());
+        body.put("jobs", handles.stream().map(ApiHandler::handleJson).toList());
         // Offered for resume: jobs on disk that are not running or waiting here and did not run out of memory.
         Map<String, JobStatus> known = new LinkedHashMap<>();
         handles.forEach(handle -> known.put(handle.status().id(), handle.status()));
@@ -326,6 +331,14 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
         body.put("id", id);
         body.put("purged", true);
         body.put("last_status", last == null ? null : statusJson(last));
+        return body;
+    }
+
+    /** A job's status and the speed of its last step ({@code last_tokens_per_s}, null before the first). */
+    private static Map<String, Object> handleJson(JobHandle handle) {
+        Map<String, Object> body = statusJson(handle.status());
+        int size = handle.events().size();
+        body.put("last_tokens_per_s", size == 0 ? null : handle.events().get(size - 1).tokensPerS());
         return body;
     }
 

@@ -7,6 +7,7 @@ import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -17,7 +18,8 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 
 /**
- * Lets a request through only with {@code Authorization: Bearer <token>}, except {@code GET /healthz}. It decides on
+ * Lets a request through only with {@code Authorization: Bearer <token>}, except {@code /healthz} and {@code GET} of the
+ * dashboard ({@code /}, {@code /ui/…}). It decides on
  * the request head, before the body aggregator: a refused request's body is never buffered (nor is {@code 100 Continue}
  * sent for it). Refused requests get 401 with a JSON error; when a body follows the head, the connection is closed
  * after the 401 instead of reading that body, else it stays usable. The comparison takes the same time wherever the
@@ -71,10 +73,18 @@ public final class BearerAuthHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Only the health check and requests the decoder could not parse (answered 400 downstream) are open. */
+    /**
+     * Open: the health check, {@code GET} of the dashboard's page and assets ({@link Dashboard}: they hold no data, and
+     * a browser cannot send a header when it opens a page), and requests the decoder could not parse (answered 400
+     * downstream).
+     */
     private static boolean isOpen(HttpRequest request) {
-        return !request.decoderResult().isSuccess()
-                || new QueryStringDecoder(request.uri()).path().equals("/healthz");
+        if (!request.decoderResult().isSuccess()) {
+            return true;
+        }
+        String path = new QueryStringDecoder(request.uri()).path();
+        return path.equals("/healthz")
+                || request.method().equals(HttpMethod.GET) && (path.equals("/") || path.startsWith("/ui/"));
     }
 
     private boolean hasToken(HttpRequest request) {

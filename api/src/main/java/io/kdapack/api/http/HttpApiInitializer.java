@@ -30,6 +30,7 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
     private final InferenceService inference;
     private final ServerLimits limits;
     private final ConnectionLimiter connections;
+    private final Dashboard dashboard = Dashboard.fromClasspath();
     /** Connections streaming events; a closed one leaves the group by itself. */
     private final ChannelGroup eventStreams = new DefaultChannelGroup("event-streams", GlobalEventExecutor.INSTANCE);
 
@@ -80,6 +81,6 @@ public final class HttpApiInitializer extends ChannelInitializer<Channel> {
         pipeline.addLast("auth", new BearerAuthHandler(token));
         pipeline.addLast("body-limit", new BodyLimitAggregator(maxBodyBytes));
         pipeline.addLast("api", new ApiHandler(jobs, metrics, openApi, frames, eventBatch, limits.maxStepTokens(),
-                eventStreams, inference));
+                eventStreams, inference, dashboard));
     }
 }

@@ -8,7 +8,10 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
-/** The endpoints of the API (architecture §5), matched on method and path; {@code {id}} is a job id. */
+/**
+ * The endpoints of the API (architecture §5), matched on method and path; {@code {id}} is a job id, the rest of a
+ * template a regular expression.
+ */
 public enum Route {
     HEALTH(HttpMethod.GET, "/healthz"),
     METRICS(HttpMethod.GET, "/metrics"),
@@ -21,7 +24,11 @@ public enum Route {
     JOB_EVENTS(HttpMethod.GET, "/v1/jobs/{id}/events"),
     STEPS(HttpMethod.POST, "/v1/steps"),
     COMPLETIONS(HttpMethod.POST, "/v1/completions"),
-    MODELS(HttpMethod.GET, "/v1/models");
+    MODELS(HttpMethod.GET, "/v1/models"),
+    /** The browser dashboard's page ({@link Dashboard}); no token. */
+    DASHBOARD(HttpMethod.GET, "/"),
+    /** Its assets, one path segment under {@code /ui/} (a regular expression without a group: no job id). */
+    DASHBOARD_ASSET(HttpMethod.GET, "/ui/[^/]*");
 
     /** A matched route and its job id (null for routes without one). */
     public record Match(Route route, String jobId) {

@@ -320,6 +320,8 @@ class ApiHandlerTest {
                     case STEPS -> "/v1/steps";
                     case COMPLETIONS -> "/v1/completions";
                     case MODELS -> "/v1/models";
+                    case DASHBOARD -> "/";
+                    case DASHBOARD_ASSET -> "/ui/{asset}";
                 };
                 String method = switch (route) {
                     case CREATE_JOB, RESUME_JOB, STEPS, COMPLETIONS -> "post";

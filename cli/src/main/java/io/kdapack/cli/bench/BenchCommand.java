@@ -8,6 +8,6 @@ import picocli.CommandLine.Command;
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure throughput; prints one JSON object.",
         subcommands = {KdaBenchCommand.class, BenchDataCommand.class, ModelBenchCommand.class, GenerateBenchCommand.class,
-                ServerBenchCommand.class, SseBenchCommand.class})
+                ServerBenchCommand.class, SseBenchCommand.class, ClusterBenchCommand.class})
 public final class BenchCommand {
 }

@@ -34,6 +34,10 @@ public final class KdaBenchCommand implements Callable<Integer> {
     @Option(names = "--docs", defaultValue = "64", description = "Random-length documents in the packed batch (default ${DEFAULT-VALUE}).")
     int docs;
 
+    @Option(names = "--states", description = "Per-document initial and final states and their gradients (the "
+            + "prefill case); default: the training case, without them.")
+    boolean states;
+
     @Mixin
     ThreadsOption threads;
 
@@ -43,7 +47,7 @@ public final class KdaBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         KdaBenchmark.Config config = new KdaBenchmark.Config(tokens, heads, valueHeads == null ? heads : valueHeads,
-                keyDim, valueDim, docs, threads.count(),
+                keyDim, valueDim, docs, states, threads.count(),
                 timing.warmUp, timing.repeats(7));
         System.out.println(new ObjectMapper().writeValueAsString(KdaBenchmark.run(config)));
         return 0;

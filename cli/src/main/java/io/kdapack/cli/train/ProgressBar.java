@@ -8,6 +8,11 @@ import java.util.Locale;
  * The training progress line on stderr: {@code step 12/300 [====>      ] loss 3.2145  mtp 3.4012  2345 tok/s  eta 3m02s}.
  * On a terminal the line is redrawn in place after every step; otherwise (a log file) a full line is printed about
  * twenty times per run and after the last step.
+ *
+ * <p>Kept by hand rather than through a progress-bar library: {@code me.tongfei:progressbar} 0.10.1 (tried) redraws
+ * from a timer thread of its own, not once per step, with its own layout ({@code step 46% [==   ] 14/30 (0:00:00 /
+ * 0:00:01) …}), and into a log file writes every redraw after a {@code \r} on one endless line instead of the ~20
+ * lines above; a validation line printed between two redraws would race with its thread.
  */
 public final class ProgressBar {
     private static final int WIDTH = 24;

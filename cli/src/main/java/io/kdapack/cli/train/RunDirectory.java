@@ -131,10 +131,10 @@ public final class RunDirectory implements AutoCloseable {
         if (!evaluated.isEmpty()) {
             double[] at = evaluated.stream().mapToDouble(m -> m.path("step").asDouble()).toArray();
             plot.add(new LossPlot.Series("val_loss", at,
-                    evaluated.stream().mapToDouble(m -> m.path("val_loss").asDouble()).toArray()));
+                    evaluated.stream().mapToDouble(m -> m.path("val_loss").asDouble()).toArray(), true));
             if (evaluated.stream().anyMatch(m -> m.path("val_mtp_loss").isNumber())) {
                 plot.add(new LossPlot.Series("val_mtp_loss", at,
-                        evaluated.stream().mapToDouble(m -> m.path("val_mtp_loss").asDouble(Double.NaN)).toArray()));
+                        evaluated.stream().mapToDouble(m -> m.path("val_mtp_loss").asDouble(Double.NaN)).toArray(), true));
             }
         }
         Path file = dir.resolve(PLOT);

@@ -473,7 +473,22 @@ final class ChunkMath {
      * dimension {@code ld}) transposed into a dense {@code [cols×rows]} block.
      */
     static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out) {
-        for (int c = 0; c < rows; c++) {
+        // Four source rows at a time: four sequential reads and four adjacent writes per column, rather than one
+        // write a row apart per element (the one-row loop was a tenth of the op's time).
+        int c = 0;
+        for (; c + 4 <= rows; c += 4) {
+            int m0 = mOff + c * ld;
+            int m1 = m0 + ld;
+            int m2 = m1 + ld;
+            int m3 = m2 + ld;
+            for (int d = 0, o = c; d < cols; d++, o += rows) {
+                out[o] = m[m0 + d];
+                out[o + 1] = m[m1 + d];
+                out[o + 2] = m[m2 + d];
+                out[o + 3] = m[m3 + d];
+            }
+        }
+        for (; c < rows; c++) {
             for (int d = 0; d < cols; d++) {
                 out[d * rows + c] = m[mOff + c * ld + d];
             }

@@ -9,8 +9,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntConsumer;
 
 /**
- * The frame shared by the CPU backends: validation, preprocessing, one task per (sequence, value head) run
- * in parallel, and the reductions after it. A subclass supplies only the per-head kernel.
+ * The frame shared by the CPU backends: validation, preprocessing, one task per (run of documents, value head)
+ * run in parallel, and the reductions after it. A subclass supplies the per-task kernel and how documents are
+ * grouped into runs ({@link #runs}: one per document by default).
  *
  * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
  * so a task's rows are contiguous and the kernels work on them in place; outputs and gradients are written
@@ -58,8 +59,11 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * One (sequence, value head) problem over {@code L} tokens: rows {@code row0 … row0+L−1} of the
-     * head-major tensors of the call, which every task shares and reads only there.
+     * One task: the tokens of a run of consecutive documents {@code firstDoc … endDoc−1} (contiguous, no padding
+     * between them; zero-length documents among them own no token) for value head {@code head}, rows
+     * {@code row0 … row0+length−1} of the head-major tensors of the call, which every task shares and reads only
+     * there. Document {@code n}'s rows are {@code head·T + segments.start(n) …}; its states in the
+     * {@code [N,HV,K,V]} arrays start at {@link #stateOffset}.
      *
      * @param q    {@code [HV·T,K]} prepared (normalised, scaled) queries
      * @param k    {@code [HV·T,K]} prepared keys
@@ -67,8 +71,18 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      * @param g    {@code [HV·T,K]} log-space decay
      * @param beta {@code [HV·T]} beta in (0,1)
      */
-    record HeadSequence(int row0, int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
-                        float[] beta) {
+    record HeadSequence(Segments segments, int firstDoc, int endDoc, int head, int valueHeads, int row0, int length,
+                        int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g, float[] beta) {
+
+        /** Head-major row of token {@code p} of this head. */
+        int row(int p) {
+            return head * segments.tokens() + p;
+        }
+
+        /** Offset of document {@code n}'s state of this head in a {@code [N,HV,K,V]} array. */
+        int stateOffset(int n) {
+            return (n * valueHeads + head) * keyDim * valueDim;
+        }
     }
 
     /** Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks. */
@@ -76,25 +90,43 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * Runs one head forward.
+     * Runs one task forward.
      *
-     * @param state {@code [K,V]} the initial state on entry, the final state on return
-     * @param o     {@code [HV·T,V]} outputs, this sequence's rows to write (they hold stale values on entry)
-     * @param keep  what to keep for {@link #backwardHead}
+     * @param h0   {@code [N,HV,K,V]} initial states, or null for zero
+     * @param ht   {@code [N,HV,K,V]} final states to write for this task's documents (the slices of this head), or
+     *             null when they are not wanted
+     * @param o    {@code [HV·T,V]} outputs, this task's rows to write (they hold stale values on entry)
+     * @param keep what to keep for {@link #backwardHead}
      * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
-    abstract H forwardHead(HeadSequence s, float[] state, float[] o, Keep keep);
+    abstract H forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep);
 
     /**
-     * Runs one head backward.
+     * Runs one task backward.
      *
-     * @param h0     {@code [K,V]} initial state (not changed)
-     * @param kept   what {@link #forwardHead} kept for this head
-     * @param dO     {@code [HV·T,V]} upstream gradient of the outputs
-     * @param dState {@code [K,V]} the gradient of the final state on entry, of the initial state on return
-     * @param grads  gradients to write in this sequence's rows (they hold stale values on entry)
+     * @param h0    {@code [N,HV,K,V]} initial states, or null for zero (not changed)
+     * @param kept  what {@link #forwardHead} kept for this task
+     * @param dO    {@code [HV·T,V]} upstream gradient of the outputs
+     * @param dHt   {@code [N,HV,K,V]} upstream gradient of the final states, or null for zero
+     * @param dH0   {@code [N,HV,K,V]} gradients of the initial states to write for this task's documents, or null
+     *              when there are no initial states
+     * @param grads gradients to write in this task's rows (they hold stale values on entry)
      */
-    abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dState, HeadGradients grads);
+    abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dHt, float[] dH0,
+                               HeadGradients grads);
+
+    /**
+     * The runs of documents this backend gives one task each: {@code runs[i] … runs[i+1]−1} (document indices,
+     * ascending, {@code runs[0] = 0} and the last entry N), each a stretch of contiguous tokens. By default one run
+     * per document.
+     */
+    int[] runs(Segments segments) {
+        int[] runs = new int[segments.count() + 1];
+        for (int n = 0; n <= segments.count(); n++) {
+            runs[n] = n;
+        }
+        return runs;
+    }
 
     /** What a training forward of {@code in} keeps; {@link Keep#STATES} unless a subclass knows better. */
     public Keep keepForBackward(KdaInputs in) {
@@ -103,19 +135,29 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
 
     @Override
     public KdaResult forward(KdaInputs in, KdaOptions options) {
-        return record(in, options, Keep.NOTHING).result();
+        return forward(in, options, true);
+    }
+
+    @Override
+    public KdaResult forward(KdaInputs in, KdaOptions options, boolean finalStates) {
+        return record(in, options, Keep.NOTHING, finalStates).result();
     }
 
     @Override
     public KdaTape forwardForBackward(KdaInputs in, KdaOptions options) {
-        return record(in, options, keepForBackward(in));
+        return forwardForBackward(in, options, true);
+    }
+
+    @Override
+    public KdaTape forwardForBackward(KdaInputs in, KdaOptions options, boolean finalStates) {
+        return record(in, options, keepForBackward(in), finalStates);
     }
 
     @Override
     public KdaGradients backward(KdaInputs in, KdaOptions options, float[] dO, float[] dHt) {
         in.validate(options);
         in.validateUpstream(dO, dHt);
-        return backward(forwardForBackward(in, options), dO, dHt);
+        return backward(forwardForBackward(in, options, false), dO, dHt);
     }
 
     @Override
@@ -130,24 +172,20 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         KdaInputs in = recorded.inputs();
         in.validateUpstream(dO, dHt);
         int hv = in.valueHeads();
-        int stateSize = in.keyDim() * in.valueDim();
         float[] dOHeads = headMajor(in, dO, in.valueDim());
         int rows = in.tokens() * hv;
         HeadGradients grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
                 buffers.take(rows * in.valueDim()), buffers.take(rows * in.keyDim()), buffers.take(rows));
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
-        runTasks(in, task -> {
-            int n = task / hv;
-            int vh = task % hv;
-            float[] dState = dHt == null ? new float[stateSize]
-                    : Arrays.copyOfRange(dHt, task * stateSize, (task + 1) * stateSize);
-            backwardHead(sequence(in, recorded.prepared, n, vh), initialState(in, n, vh), kept(recorded, task),
-                    dOHeads, dState, grads);
+        int[] runs = recorded.runs;
+        runTasks(in, runs, task -> {
+            backwardHead(sequence(in, recorded.prepared, runs, task), in.h0(), kept(recorded, task), dOHeads, dHt,
+                    dH0, grads);
             recorded.heads[task] = null;
-            if (dH0 != null) {
-                System.arraycopy(dState, 0, dH0, task * stateSize, stateSize);
-            }
         });
+        if (dH0 != null && dHt != null) {
+            copyEmptyDocumentStates(in, dHt, dH0); // a zero-length sequence's final state is its initial state
+        }
         KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
                 grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
         float[] dv = tokenMajor(in, grads.dv(), in.valueDim());
@@ -157,33 +195,46 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
 
-    /** Runs the forward of every head, keeping {@code keep} of each (nothing kept for {@link Keep#NOTHING}). */
-    private Tape record(KdaInputs in, KdaOptions options, Keep keep) {
+    /**
+     * Runs the forward of every task, keeping {@code keep} of each (nothing kept for {@link Keep#NOTHING}), with the
+     * final states when {@code finalStates}.
+     */
+    private Tape record(KdaInputs in, KdaOptions options, Keep keep, boolean finalStates) {
         in.validate(options);
         KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
         int hv = in.valueHeads();
         int vd = in.valueDim();
-        int stateSize = in.keyDim() * vd;
         float[] oHeads = buffers.take(in.tokens() * hv * vd);
-        float[] ht = new float[Math.toIntExact(in.stateSize())];
-        Object[] heads = keep == Keep.NOTHING ? null : new Object[in.segments().count() * hv];
-        runTasks(in, task -> {
-            int n = task / hv;
-            int vh = task % hv;
-            float[] state = initialState(in, n, vh);
-            H kept = forwardHead(sequence(in, p, n, vh), state, oHeads, keep);
+        float[] ht = finalStates ? new float[Math.toIntExact(in.stateSize())] : null;
+        int[] runs = runs(in.segments());
+        Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * hv];
+        runTasks(in, runs, task -> {
+            H kept = forwardHead(sequence(in, p, runs, task), in.h0(), ht, oHeads, keep);
             if (heads != null) {
                 heads[task] = kept;
             }
-            System.arraycopy(state, 0, ht, task * stateSize, stateSize);
         });
+        if (ht != null && in.h0() != null) {
+            copyEmptyDocumentStates(in, in.h0(), ht);
+        }
         KdaResult result = new KdaResult(tokenMajor(in, oHeads, vd), ht);
         buffers.give(oHeads);
         if (keep == Keep.NOTHING) {
             buffers.give(p.q(), p.k(), p.v(), p.decay(), p.beta());
-            return new Tape(this, in, options, result, null, null);
+            return new Tape(this, in, options, result, null, runs, null);
         }
-        return new Tape(this, in, options, result, p, heads);
+        return new Tape(this, in, options, result, p, runs, heads);
+    }
+
+    /** {@code to[n] = from[n]} ({@code [N,HV,K,V]}) for every zero-length sequence n, which no task covers. */
+    private static void copyEmptyDocumentStates(KdaInputs in, float[] from, float[] to) {
+        int size = in.valueHeads() * in.keyDim() * in.valueDim();
+        Segments seg = in.segments();
+        for (int n = 0; n < seg.count(); n++) {
+            if (seg.length(n) == 0) {
+                System.arraycopy(from, n * size, to, n * size, size);
+            }
+        }
     }
 
     /** A forward recorded by this backend: the prepared tensors and what each head kept. */
@@ -193,17 +244,20 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         private final KdaOptions options;
         private final KdaResult result;
         private final KdaPreprocess.Prepared prepared;
-        /** What each task {@code n·HV + hv} kept; cleared as the backward consumes it. */
+        /** The runs of documents of the tasks ({@link #runs(Segments)}). */
+        private final int[] runs;
+        /** What each task {@code run·HV + hv} kept; cleared as the backward consumes it. */
         private final Object[] heads;
         private final AtomicBoolean used = new AtomicBoolean();
 
         Tape(HeadParallelBackend<?> owner, KdaInputs inputs, KdaOptions options, KdaResult result,
-             KdaPreprocess.Prepared prepared, Object[] heads) {
+             KdaPreprocess.Prepared prepared, int[] runs, Object[] heads) {
             this.owner = owner;
             this.inputs = inputs;
             this.options = options;
             this.result = result;
             this.prepared = prepared;
+            this.runs = runs;
             this.heads = heads;
         }
 
@@ -229,38 +283,63 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         return (H) tape.heads[task];
     }
 
-    /** Runs {@code task(n·HV + hv)} for every (sequence, value head), longest sequences first. */
-    private void runTasks(KdaInputs in, IntConsumer task) {
+    /** Runs {@code task(run·HV + hv)} for every (run, value head), longest runs first, skipping runs of no token. */
+    private void runTasks(KdaInputs in, int[] runs, IntConsumer task) {
         int hv = in.valueHeads();
         Segments seg = in.segments();
-        Integer[] sequences = new Integer[seg.count()];
-        for (int n = 0; n < sequences.length; n++) {
-            sequences[n] = n;
+        int count = runs.length - 1;
+        int[] length = new int[count];
+        int nonEmpty = 0;
+        for (int r = 0; r < count; r++) {
+            length[r] = runTokens(seg, runs, r);
+            nonEmpty += length[r] > 0 ? 1 : 0;
         }
-        Arrays.sort(sequences, (a, b) -> Integer.compare(seg.length(b), seg.length(a)));
-        int[] order = new int[sequences.length * hv];
-        for (int i = 0; i < sequences.length; i++) {
+        Integer[] sorted = new Integer[nonEmpty];
+        for (int r = 0, i = 0; r < count; r++) {
+            if (length[r] > 0) {
+                sorted[i++] = r;
+            }
+        }
+        Arrays.sort(sorted, (a, b) -> Integer.compare(length[b], length[a]));
+        int[] order = new int[nonEmpty * hv];
+        for (int i = 0; i < nonEmpty; i++) {
             for (int vh = 0; vh < hv; vh++) {
-                order[i * hv + vh] = sequences[i] * hv + vh;
+                order[i * hv + vh] = sorted[i] * hv + vh;
             }
         }
         runBlocks(order.length, i -> task.accept(order[i]));
     }
 
-    /** Sequence {@code n} of value head {@code vh} in the prepared tensors. */
-    private static HeadSequence sequence(KdaInputs in, KdaPreprocess.Prepared p, int n, int vh) {
-        Segments seg = in.segments();
-        return new HeadSequence(vh * in.tokens() + seg.start(n), seg.length(n), in.keyDim(), in.valueDim(),
-                p.q(), p.k(), p.v(), p.decay(), p.beta());
+    /** Tokens of run {@code r}: from its first non-empty document's start to its last one's end (0 if none). */
+    static int runTokens(Segments seg, int[] runs, int r) {
+        int first = firstNonEmpty(seg, runs, r);
+        if (first == runs[r + 1]) {
+            return 0;
+        }
+        int last = runs[r + 1] - 1;
+        while (seg.length(last) == 0) {
+            last--;
+        }
+        return seg.end(last) - seg.start(first);
     }
 
-    private static float[] initialState(KdaInputs in, int n, int vh) {
-        int size = in.keyDim() * in.valueDim();
-        if (in.h0() == null) {
-            return new float[size];
+    private static int firstNonEmpty(Segments seg, int[] runs, int r) {
+        int n = runs[r];
+        while (n < runs[r + 1] && seg.length(n) == 0) {
+            n++;
         }
-        int offset = (n * in.valueHeads() + vh) * size;
-        return Arrays.copyOfRange(in.h0(), offset, offset + size);
+        return n;
+    }
+
+    /** Task {@code run·HV + hv} in the prepared tensors. */
+    private static HeadSequence sequence(KdaInputs in, KdaPreprocess.Prepared p, int[] runs, int task) {
+        int hv = in.valueHeads();
+        int run = task / hv;
+        int vh = task % hv;
+        Segments seg = in.segments();
+        int first = firstNonEmpty(seg, runs, run);
+        return new HeadSequence(seg, first, runs[run + 1], vh, hv, vh * in.tokens() + seg.start(first),
+                runTokens(seg, runs, run), in.keyDim(), in.valueDim(), p.q(), p.k(), p.v(), p.decay(), p.beta());
     }
 
     /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */

@@ -21,6 +21,15 @@ public interface KdaBackend {
     KdaResult forward(KdaInputs in, KdaOptions options);
 
     /**
+     * {@link #forward(KdaInputs, KdaOptions)}, with the final states only when {@code finalStates} [FLA's
+     * output_final_state]: without them {@code ht} may be null, and a backend may save their work (the CPU chunked
+     * one computes the state of a document that ends inside a chunk only when asked). By default they are computed.
+     */
+    default KdaResult forward(KdaInputs in, KdaOptions options, boolean finalStates) {
+        return forward(in, options);
+    }
+
+    /**
      * Gradients of {@code L = Σ o·dO + Σ ht·dHt} with respect to every input as stored.
      *
      * @param dO  {@code [T,HV,V]} upstream gradient of o
@@ -38,6 +47,15 @@ public interface KdaBackend {
     }
 
     /**
+     * {@link #forwardForBackward(KdaInputs, KdaOptions)} with the final states only when {@code finalStates}
+     * (see {@link #forward(KdaInputs, KdaOptions, boolean)}): a training step passes false. The backward may still
+     * take an upstream gradient of the final states.
+     */
+    default KdaTape forwardForBackward(KdaInputs in, KdaOptions options, boolean finalStates) {
+        return forwardForBackward(in, options);
+    }
+
+    /**
      * Gradients as {@link #backward(KdaInputs, KdaOptions, float[], float[])} gives them, for the inputs of a
      * tape this backend recorded; at most once per tape.
      *
@@ -49,7 +67,7 @@ public interface KdaBackend {
 
     /**
      * @param o  {@code [T,HV,V]}
-     * @param ht {@code [N,HV,K,V]}
+     * @param ht {@code [N,HV,K,V]}, or null when the final states were not asked for
      */
     record KdaResult(float[] o, float[] ht) {
     }

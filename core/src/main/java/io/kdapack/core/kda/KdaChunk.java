@@ -13,23 +13,31 @@ import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 
 /**
- * One chunk of at most {@value #SIZE} tokens of one (sequence, value head), forward and backward, in the
- * WY/UT form of architecture §2; the scratch buffers of one task, reused chunk after chunk (not thread-safe).
+ * One chunk of at most {@value #SIZE} consecutive tokens of one value head, forward and backward, in the WY/UT
+ * form of architecture §2; the scratch buffers of one task, reused chunk after chunk (not thread-safe). The chunk
+ * lies over a run of documents wherever they start and end ({@link Documents}); a document boundary inside it is
+ * handled by masks.
  *
- * <p>With {@code Γ} the gate cumsum restarted at the chunk start ({@code [L,K]}), {@code L ≤ 64}:
+ * <p>With {@code Γ} the gate cumsum restarted at each document's first row in the chunk (and at the chunk start),
+ * {@code Λ_r} the sum of the gates after row r to its document's last row in the chunk ({@code [L,K]}),
+ * {@code L ≤ 64}, and {@code D(r)} the document of row r:
  * <pre>
- *   Qg = Q ⊙ exp(Γ)   Kg = K ⊙ exp(Γ)   Kd = K ⊙ exp(Γ_last − Γ)   e = exp(Γ_last)
- *   P[r,c]   = Σ_d k_r k_c exp(Γ_r − Γ_c)   (c &lt; r)      A = diag(β) P
- *   Aqk[r,c] = Σ_d q_r k_c exp(Γ_r − Γ_c)   (c ≤ r)
- *   W = (I + A)⁻¹ diag(β) Kg,  U = (I + A)⁻¹ diag(β) V   (the inverse by forward substitution)
- *   V' = U − W S     O = Qg S + Aqk V'     S ← diag(e) S + Kdᵀ V'
+ *   Qg = Q ⊙ exp(Γ)   Kg = K ⊙ exp(Γ)   Kd = K ⊙ exp(Λ)   e_D = exp(Γ at D's last row)
+ *   P[r,c]   = Σ_d k_r k_c exp(Γ_r − Γ_c)   (c &lt; r, D(c) = D(r))      A = diag(β) P
+ *   Aqk[r,c] = Σ_d q_r k_c exp(Γ_r − Γ_c)   (c ≤ r, D(c) = D(r))
+ *   W = (I + A)⁻¹ diag(β) Kg,  U = (I + A)⁻¹ diag(β) V   (block diagonal by document)
+ *   V'_D = U_D − W_D S_D     O_D = Qg_D S_D + (Aqk V')_D     S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D
  * </pre>
- * Every exponent is a sum of gates ({@code ≤ 0}) formed before {@code exp}: prefix sums for
- * {@code exp(Γ)}, suffix sums for {@code exp(Γ_last − Γ)}, sums between rows for the pairwise factors
- * ({@link PairwiseDecay}), so no difference of two large cumsums ever cancels and gates of −1000 give exact
- * zeros rather than overflow. The products are register-tiled Vector API kernels ({@link ChunkMath#matmul})
- * on the chunk's small, cache-resident blocks, where packing for a general GEMM would cost as much as the
- * product.
+ * where {@code S_D} is the state document D enters the chunk with: the state carried from the previous chunk for
+ * the document that continues from it, the document's initial state (or zero, and then its products are skipped)
+ * for one that starts inside. {@code S'} of the chunk's last document is carried on when it continues into the
+ * next chunk; the others' are their final states, computed only when asked for. Pairs of rows of different
+ * documents are masked out of {@code P} and {@code Aqk} (and their gradients): no exponential is ever formed across
+ * a boundary. Every exponent is a sum of gates ({@code ≤ 0}) formed before {@code exp}: prefix sums for
+ * {@code exp(Γ)}, suffix sums for {@code exp(Λ)}, sums between rows for the pairwise factors
+ * ({@link PairwiseDecay}), so no difference of two large cumsums ever cancels and gates of −1000 give exact zeros
+ * rather than overflow. The products are register-tiled Vector API kernels ({@link ChunkMath#matmul}) on the
+ * chunk's small, cache-resident blocks, where packing for a general GEMM would cost as much as the product.
  */
 public final class KdaChunk {
 
@@ -61,6 +69,7 @@ public final class KdaChunk {
     private final float[] transposed;
     private final float[] s0Transposed;
     private final float[] dStateTransposed;
+    private final float[] scratchState;
     private final float[] blockRows;
     private final double[] suffixSum;
 
@@ -87,6 +96,7 @@ public final class KdaChunk {
         transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
         s0Transposed = new float[kd * vd];
         dStateTransposed = new float[kd * vd];
+        scratchState = new float[kd * vd];
         blockRows = new float[INVERSE_BLOCK * SIZE];
         suffixSum = new double[kd];
     }
@@ -107,78 +117,172 @@ public final class KdaChunk {
     }
 
     /**
-     * Forward of the chunk of {@code len} tokens starting at row {@code first} of {@code s}'s tensors: writes
-     * the outputs to the same rows of {@code o [HV·T,V]} (unless null) and advances {@code state [K,V]} in
-     * place. The forward intermediates go to {@code keep} when given, for a later {@link #backward} of the
-     * same chunk.
+     * Forward of the chunk of {@code len} tokens starting at head-major row {@code first} of {@code s}'s tensors,
+     * over the documents {@code docs}: writes the outputs to the same rows of {@code o [HV·T,V]} (unless null),
+     * replaces the carried {@code state [K,V]} (the state of the document continuing from the previous chunk, when
+     * {@code docs.continues}) by the state of the last document when it continues into the next chunk
+     * ({@code docs.carries}), and writes the final states of the documents ending here to {@code ht} when it is not
+     * null. The forward intermediates go to {@code keep} when given, for a later {@link #backward} of the same
+     * chunk.
+     *
+     * @param h0 {@code [N,HV,K,V]} initial states or null
+     * @param ht {@code [N,HV,K,V]} final states to write, or null
      */
-    void forward(HeadParallelBackend.HeadSequence s, int first, int len, float[] state, float[] o,
-                 Intermediates keep) {
+    void forward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state, float[] h0,
+                 float[] ht, float[] o, Intermediates keep) {
         p = keep != null ? keep : own;
-        prepare(s, first, len, state);
+        prepare(s, first, len, docs, state, h0);
         if (o != null) {
-            // O = Qg S + Aqk V' (Aqk is zero above the diagonal)
-            ChunkMath.matmul(false, len, vd, kd, 1f, p.qg, 0, kd, state, 0, vd, 0f, o, first * vd, vd);
-            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 1f, o, first * vd, vd);
+            // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents)
+            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, o, first * vd, vd);
+            for (int j = 0; j < docs.count; j++) {
+                float[] entry = entryState(docs, j, state, h0);
+                if (entry != null) {
+                    int r0 = docs.start[j];
+                    ChunkMath.matmul(false, docs.end[j] - r0, vd, kd, 1f, p.qg, r0 * kd, kd, entry,
+                            entryOffset(s, docs, j), vd, 1f, o, (first + r0) * vd, vd);
+                }
+            }
         }
-        // S ← diag(e) S + Kdᵀ V'
-        for (int i = 0; i < kd; i++) {
-            scale(vd, p.expLast[i], state, i * vd, state, i * vd);
+        // S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D: the carried state (written last, after the others read it) and the
+        // final states asked for.
+        for (int j = 0; j < docs.count; j++) {
+            boolean carried = j == docs.count - 1 && docs.carries;
+            if (!carried && ht == null) {
+                continue;
+            }
+            float[] dest = carried ? scratchState : ht;
+            int destOff = carried ? 0 : s.stateOffset(docs.doc[j]);
+            endState(s, docs, j, state, h0, dest, destOff);
+            if (carried) {
+                System.arraycopy(scratchState, 0, state, 0, kd * vd);
+            }
         }
-        ChunkMath.matmul(true, kd, vd, len, 1f, p.kDecayed, 0, kd, p.vNew, 0, vd, 1f, state, 0, vd);
+    }
+
+    /** {@code dest[destOff …] = diag(e_D) S_D + Kd_Dᵀ V'_D} for document j of the chunk. */
+    private void endState(HeadParallelBackend.HeadSequence s, Documents docs, int j, float[] state, float[] h0,
+                          float[] dest, int destOff) {
+        int r0 = docs.start[j];
+        int rows = docs.end[j] - r0;
+        float[] entry = entryState(docs, j, state, h0);
+        float beta = 0f;
+        if (entry != null) {
+            int entryOff = entryOffset(s, docs, j);
+            int last = (docs.end[j] - 1) * kd;
+            for (int i = 0; i < kd; i++) {
+                scale(vd, p.expPrefix[last + i], entry, entryOff + i * vd, dest, destOff + i * vd);
+            }
+            beta = 1f;
+        }
+        ChunkMath.matmul(true, kd, vd, rows, 1f, p.kDecayed, r0 * kd, kd, p.vNew, r0 * vd, vd, beta, dest, destOff,
+                vd);
+    }
+
+    /** The state document j enters the chunk with: the carried state, its initial state, or null for zero. */
+    private static float[] entryState(Documents docs, int j, float[] state, float[] h0) {
+        return j == 0 && docs.continues ? state : h0;
+    }
+
+    private static int entryOffset(HeadParallelBackend.HeadSequence s, Documents docs, int j) {
+        return j == 0 && docs.continues ? 0 : s.stateOffset(docs.doc[j]);
     }
 
     /**
-     * Backward of the chunk given the state {@code s0 [K,V]} it started from. {@code dState [K,V]} holds
-     * the gradient of the chunk's final state on entry and of {@code s0} on return; gradients of the
-     * chunk's rows are written into {@code grads}. {@code kept} holds the chunk's forward intermediates
-     * from {@link #forward}, or is null to recompute them.
+     * Backward of the chunk given the carried state {@code s0 [K,V]} it started from (read when
+     * {@code docs.continues}). {@code dState [K,V]} holds the gradient of the state carried on (when
+     * {@code docs.carries}) on entry and of {@code s0} on return (when {@code docs.continues}); the gradients of the
+     * final states of the documents ending here come from {@code dHt} (null for zero), those of the initial states of
+     * the documents starting here go to {@code dH0} (null when there are no initial states); gradients of the
+     * chunk's rows are written into {@code grads}. {@code kept} holds the chunk's forward intermediates from
+     * {@link #forward}, or is null to recompute them.
      */
-    void backward(HeadParallelBackend.HeadSequence s, int first, int len, float[] s0, float[] dO,
-                  float[] dState, HeadParallelBackend.HeadGradients grads, Intermediates kept) {
+    void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, float[] h0,
+                  float[] dO, float[] dState, float[] dHt, float[] dH0, HeadParallelBackend.HeadGradients grads,
+                  Intermediates kept) {
         if (kept != null) {
             p = kept;
         } else {
             p = own;
-            prepare(s, first, len, s0);
+            prepare(s, first, len, docs, s0, h0);
         }
         int dOff = first * vd;
         // dq and dk collect several terms below; dv, dβ and dg are written once.
         Arrays.fill(grads.dq(), first * kd, (first + len) * kd, 0f);
         Arrays.fill(grads.dk(), first * kd, (first + len) * kd, 0f);
-        // Through S1 = diag(e) S0 + Kdᵀ V'.
-        ChunkMath.matmul(false, len, vd, kd, 1f, p.kDecayed, 0, kd, dState, 0, vd, 0f, dVNew, 0, vd);
-        ChunkMath.transpose(kd, vd, dState, 0, vd, dStateTransposed);
-        ChunkMath.transpose(kd, vd, s0, 0, vd, s0Transposed);
-        ChunkMath.matmul(false, len, kd, vd, 1f, p.vNew, 0, vd, dStateTransposed, 0, kd, 0f, dKDecayed, 0, kd);
-        // dΓ_last = e ⊙ Σ_j S0[:,j] ⊙ dS[:,j], summed along j over the transposed states (no lane sums).
-        Arrays.fill(run, 0f);
-        for (int j = 0; j < vd; j++) {
-            multiplyAdd(kd, s0Transposed, j * kd, dStateTransposed, j * kd, run, 0);
-        }
         Arrays.fill(dGamma, 0, len * kd, 0f);
-        multiply(kd, p.expLast, 0, run, 0, dGamma, (len - 1) * kd);
-        for (int i = 0; i < kd; i++) {
-            scale(vd, p.expLast[i], dState, i * vd, dS0, i * vd);
+        // Through S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D, for the documents whose end state has a gradient.
+        for (int j = 0; j < docs.count; j++) {
+            int r0 = docs.start[j];
+            int rows = docs.end[j] - r0;
+            float[] dOut = endStateGradient(docs, j, dState, dHt);
+            if (dOut == null) {
+                Arrays.fill(dVNew, r0 * vd, (r0 + rows) * vd, 0f);
+                Arrays.fill(dKDecayed, r0 * kd, (r0 + rows) * kd, 0f);
+                continue;
+            }
+            int dOutOff = endStateGradientOffset(s, docs, j);
+            ChunkMath.matmul(false, rows, vd, kd, 1f, p.kDecayed, r0 * kd, kd, dOut, dOutOff, vd, 0f, dVNew, r0 * vd,
+                    vd);
+            ChunkMath.transpose(kd, vd, dOut, dOutOff, vd, dStateTransposed);
+            ChunkMath.matmul(false, rows, kd, vd, 1f, p.vNew, r0 * vd, vd, dStateTransposed, 0, kd, 0f, dKDecayed,
+                    r0 * kd, kd);
+            float[] entry = entryState(docs, j, s0, h0);
+            if (entry != null) {
+                // dΓ at the document's last row += e_D ⊙ Σ_j S_D[:,j] ⊙ dS'_D[:,j] (over the transposed states).
+                ChunkMath.transpose(kd, vd, entry, entryOffset(s, docs, j), vd, s0Transposed);
+                Arrays.fill(run, 0f);
+                for (int col = 0; col < vd; col++) {
+                    multiplyAdd(kd, s0Transposed, col * kd, dStateTransposed, col * kd, run, 0);
+                }
+                multiply(kd, p.expPrefix, (docs.end[j] - 1) * kd, run, 0, dGamma, (docs.end[j] - 1) * kd);
+            }
         }
-        // Through O = Qg S0 + Aqk V'.
-        ChunkMath.matmul(false, len, kd, vd, 1f, dO, dOff, vd, s0Transposed, 0, kd, 0f, dQg, 0, kd);
-        ChunkMath.matmul(true, kd, vd, len, 1f, p.qg, 0, kd, dO, dOff, vd, 1f, dS0, 0, vd);
-        // dAqk = dO V'ᵀ (only c ≤ r is read), dV' += Aqkᵀ dO.
+        // dAqk = dO V'ᵀ (only c ≤ r of the same document is read), dV' += Aqkᵀ dO.
         // The lower-triangular results are computed over whole column tiles (`width`): their columns past len
         // come from the stale rows past len of V', U, W and are never read.
         int width = ChunkMath.paddedWidth(len, SIZE);
         ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
+        maskAcrossDocuments(docs, len, dAQK);
         ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
-        // Through V' = U − W S0.
-        ChunkMath.matmul(false, len, kd, vd, -1f, dVNew, 0, vd, s0Transposed, 0, kd, 0f, dW, 0, kd);
-        ChunkMath.matmul(true, kd, vd, len, -1f, p.w, 0, kd, dVNew, 0, vd, 1f, dS0, 0, vd);
+        // Through O_D = Qg_D S_D + … and V'_D = U_D − W_D S_D, for the documents entering with a state; the
+        // others' dQg and dW are zero. Last document first: it may read dState, which the first one writes.
+        for (int j = docs.count - 1; j >= 0; j--) {
+            int r0 = docs.start[j];
+            int rows = docs.end[j] - r0;
+            float[] entry = entryState(docs, j, s0, h0);
+            if (entry == null) {
+                Arrays.fill(dQg, r0 * kd, (r0 + rows) * kd, 0f);
+                Arrays.fill(dW, r0 * kd, (r0 + rows) * kd, 0f);
+                continue;
+            }
+            ChunkMath.transpose(kd, vd, entry, entryOffset(s, docs, j), vd, s0Transposed);
+            ChunkMath.matmul(false, rows, kd, vd, 1f, dO, dOff + r0 * vd, vd, s0Transposed, 0, kd, 0f, dQg, r0 * kd,
+                    kd);
+            ChunkMath.matmul(false, rows, kd, vd, -1f, dVNew, r0 * vd, vd, s0Transposed, 0, kd, 0f, dW, r0 * kd, kd);
+            // dS_D = diag(e_D) dS'_D + Qg_Dᵀ dO_D − W_Dᵀ dV'_D
+            float[] dOut = endStateGradient(docs, j, dState, dHt);
+            float beta = 0f;
+            if (dOut != null) {
+                int dOutOff = endStateGradientOffset(s, docs, j);
+                int last = (docs.end[j] - 1) * kd;
+                for (int i = 0; i < kd; i++) {
+                    scale(vd, p.expPrefix[last + i], dOut, dOutOff + i * vd, dS0, i * vd);
+                }
+                beta = 1f;
+            }
+            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dS0, 0, vd);
+            ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dS0, 0, vd);
+            boolean carried = j == 0 && docs.continues;
+            System.arraycopy(dS0, 0, carried ? dState : dH0, carried ? 0 : s.stateOffset(docs.doc[j]), kd * vd);
+        }
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
         ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
         ChunkMath.matmul(UPPER_A, true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
-        // dA (only c < r is read).
+        // dA (only c < r of the same document is read).
         ChunkMath.matmulTransB(LOWER_C, len, width, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
         ChunkMath.matmulTransB(LOWER_C, len, width, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
+        maskAcrossDocuments(docs, len, dA);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             grads.dBeta()[first + r] = dot(vd, s.v(), (first + r) * vd, dVb, r * vd)
@@ -187,37 +291,62 @@ public final class KdaChunk {
             scale(vd, beta, dVb, r * vd, grads.dv(), (first + r) * vd);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
-        pairs.backward(s.q(), s.k(), s.g(), first, len, dAQK, dA, grads.dq(), grads.dk(), dGamma);
-        elementwiseBackward(first, len, grads);
-        // dg_t = Σ_{r ≥ t} dΓ_r within the chunk, summed in double: the terms cancel heavily.
-        Arrays.fill(suffixSum, 0.0);
-        for (int r = len - 1; r >= 0; r--) {
-            for (int i = 0; i < kd; i++) {
-                suffixSum[i] += dGamma[r * kd + i];
-                grads.dg()[(first + r) * kd + i] = (float) suffixSum[i];
+        pairs.backward(s.q(), s.k(), s.g(), first, len, docs.rowStart, dAQK, dA, grads.dq(), grads.dk(), dGamma);
+        elementwiseBackward(first, len, docs, grads);
+        // dg_t = Σ dΓ_r over the rows r ≥ t of t's document in the chunk, summed in double: the terms cancel heavily.
+        for (int j = docs.count - 1; j >= 0; j--) {
+            Arrays.fill(suffixSum, 0.0);
+            for (int r = docs.end[j] - 1; r >= docs.start[j]; r--) {
+                for (int i = 0; i < kd; i++) {
+                    suffixSum[i] += dGamma[r * kd + i];
+                    grads.dg()[(first + r) * kd + i] = (float) suffixSum[i];
+                }
             }
         }
-        System.arraycopy(dS0, 0, dState, 0, kd * vd);
     }
 
-    /** Computes every forward intermediate up to V' for the chunk that starts from {@code state}. */
-    private void prepare(HeadParallelBackend.HeadSequence s, int first, int len, float[] state) {
-        float[] g = s.g();
-        Arrays.fill(run, 0f);
+    /** The gradient of document j's end state: the carried one, its final state's (from dHt), or null for zero. */
+    private static float[] endStateGradient(Documents docs, int j, float[] dState, float[] dHt) {
+        return j == docs.count - 1 && docs.carries ? dState : dHt;
+    }
+
+    private static int endStateGradientOffset(HeadParallelBackend.HeadSequence s, Documents docs, int j) {
+        return j == docs.count - 1 && docs.carries ? 0 : s.stateOffset(docs.doc[j]);
+    }
+
+    /** Zeroes {@code m[r·64 + c]} for every pair of rows of different documents ({@code c < r}). */
+    private static void maskAcrossDocuments(Documents docs, int len, float[] m) {
+        if (docs.count == 1) {
+            return;
+        }
         for (int r = 0; r < len; r++) {
+            Arrays.fill(m, r * SIZE, r * SIZE + docs.rowStart[r], 0f);
+        }
+    }
+
+    /** Computes every forward intermediate up to V' for the chunk entered with the carried {@code state}. */
+    private void prepare(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state,
+                         float[] h0) {
+        float[] g = s.g();
+        // Prefix sums restarted at each document's first row, suffix sums at each one's last row.
+        for (int r = 0; r < len; r++) {
+            if (docs.rowStart[r] == r) {
+                Arrays.fill(run, 0f);
+            }
             axpy(kd, 1f, g, (first + r) * kd, run, 0);
             ChunkMath.exp(kd, run, 0, p.expPrefix, r * kd);
         }
-        System.arraycopy(p.expPrefix, (len - 1) * kd, p.expLast, 0, kd);
-        Arrays.fill(run, 0f);
         for (int r = len - 1; r >= 0; r--) {
+            if (docs.rowEnd[r] == r + 1) {
+                Arrays.fill(run, 0f);
+            }
             ChunkMath.exp(kd, run, 0, p.expSuffix, r * kd);
             axpy(kd, 1f, g, (first + r) * kd, run, 0);
         }
         multiply(len * kd, s.q(), first * kd, p.expPrefix, 0, p.qg, 0);
         multiply(len * kd, s.k(), first * kd, p.expPrefix, 0, p.kg, 0);
         multiply(len * kd, s.k(), first * kd, p.expSuffix, 0, p.kDecayed, 0);
-        pairs.forward(s.q(), s.k(), s.g(), first, len, p.aQK, p.pairKK);
+        pairs.forward(s.q(), s.k(), s.g(), first, len, docs.rowStart, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);
@@ -230,40 +359,52 @@ public final class KdaChunk {
         ChunkMath.matmul(LOWER_A, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
         ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
         System.arraycopy(p.u, 0, p.vNew, 0, len * vd);
-        ChunkMath.matmul(false, len, vd, kd, -1f, p.w, 0, kd, state, 0, vd, 1f, p.vNew, 0, vd);
+        for (int j = 0; j < docs.count; j++) {
+            float[] entry = entryState(docs, j, state, h0);
+            if (entry != null) {
+                int r0 = docs.start[j];
+                ChunkMath.matmul(false, docs.end[j] - r0, vd, kd, -1f, p.w, r0 * kd, kd, entry, entryOffset(s, docs, j),
+                        vd, 1f, p.vNew, r0 * vd, vd);
+            }
+        }
     }
 
-    /** Backward of {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Γ_last − Γ)}. */
-    private void elementwiseBackward(int first, int len, HeadParallelBackend.HeadGradients grads) {
+    /**
+     * Backward of {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Λ)} (Λ_r = Γ at the last row
+     * of r's document − Γ_r).
+     */
+    private void elementwiseBackward(int first, int len, Documents docs, HeadParallelBackend.HeadGradients grads) {
         int rows = first * kd;
         multiplyAdd(len * kd, dQg, 0, p.expPrefix, 0, grads.dq(), rows);
         multiplyAdd(len * kd, dKb, 0, p.expPrefix, 0, grads.dk(), rows);
         multiplyAdd(len * kd, dKDecayed, 0, p.expSuffix, 0, grads.dk(), rows);
-        // dΓ_r += Qg⊙dQg + Kg⊙dKg − Kd⊙dKd per row; Γ_last also collects Σ_r Kd⊙dKd (in run).
-        Arrays.fill(run, 0f);
-        for (int r = 0; r < len; r++) {
-            int off = r * kd;
-            int i = 0;
-            for (int bound = ChunkMath.SPECIES.loopBound(kd); i < bound; i += ChunkMath.SPECIES.length()) {
-                FloatVector fromKd = FloatVector.fromArray(ChunkMath.SPECIES, p.kDecayed, off + i)
-                        .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKDecayed, off + i));
-                FloatVector.fromArray(ChunkMath.SPECIES, p.qg, off + i)
-                        .fma(FloatVector.fromArray(ChunkMath.SPECIES, dQg, off + i),
-                                FloatVector.fromArray(ChunkMath.SPECIES, dGamma, off + i))
-                        .add(FloatVector.fromArray(ChunkMath.SPECIES, p.kg, off + i)
-                                .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKb, off + i)))
-                        .sub(fromKd)
-                        .intoArray(dGamma, off + i);
-                fromKd.add(FloatVector.fromArray(ChunkMath.SPECIES, run, i)).intoArray(run, i);
+        // dΓ_r += Qg⊙dQg + Kg⊙dKg − Kd⊙dKd per row; Γ at each document's last row also collects Σ_r Kd⊙dKd (in run).
+        for (int j = 0; j < docs.count; j++) {
+            Arrays.fill(run, 0f);
+            for (int r = docs.start[j]; r < docs.end[j]; r++) {
+                int off = r * kd;
+                int i = 0;
+                for (int bound = ChunkMath.SPECIES.loopBound(kd); i < bound; i += ChunkMath.SPECIES.length()) {
+                    FloatVector fromKd = FloatVector.fromArray(ChunkMath.SPECIES, p.kDecayed, off + i)
+                            .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKDecayed, off + i));
+                    FloatVector.fromArray(ChunkMath.SPECIES, p.qg, off + i)
+                            .fma(FloatVector.fromArray(ChunkMath.SPECIES, dQg, off + i),
+                                    FloatVector.fromArray(ChunkMath.SPECIES, dGamma, off + i))
+                            .add(FloatVector.fromArray(ChunkMath.SPECIES, p.kg, off + i)
+                                    .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKb, off + i)))
+                            .sub(fromKd)
+                            .intoArray(dGamma, off + i);
+                    fromKd.add(FloatVector.fromArray(ChunkMath.SPECIES, run, i)).intoArray(run, i);
+                }
+                for (; i < kd; i++) {
+                    float fromKd = p.kDecayed[off + i] * dKDecayed[off + i];
+                    dGamma[off + i] = Math.fma(p.qg[off + i], dQg[off + i], dGamma[off + i])
+                            + p.kg[off + i] * dKb[off + i] - fromKd;
+                    run[i] += fromKd;
+                }
             }
-            for (; i < kd; i++) {
-                float fromKd = p.kDecayed[off + i] * dKDecayed[off + i];
-                dGamma[off + i] = Math.fma(p.qg[off + i], dQg[off + i], dGamma[off + i])
-                        + p.kg[off + i] * dKb[off + i] - fromKd;
-                run[i] += fromKd;
-            }
+            ChunkMath.axpy(kd, 1f, run, 0, dGamma, (docs.end[j] - 1) * kd);
         }
-        ChunkMath.axpy(kd, 1f, run, 0, dGamma, (len - 1) * kd);
     }
 
     /**
@@ -292,6 +433,63 @@ public final class KdaChunk {
                 ChunkMath.matmul(LOWER_A, false, rows, r0, rows, -1f, p.inverse, r0 * SIZE + r0, SIZE, blockRows, 0,
                         SIZE, 0f, p.inverse, r0 * SIZE, SIZE);
             }
+        }
+    }
+
+    /**
+     * The documents of one chunk of {@code len} rows: document {@code doc[j]} covers local rows
+     * {@code start[j] … end[j]−1}, {@code j < count}, in order and covering every row (zero-length documents own
+     * none and are not listed). {@code continues}: the first one started before the chunk (and enters it with the
+     * carried state); {@code carries}: the last one goes on past the chunk (and its state is carried on).
+     * {@code rowStart[r]}, {@code rowEnd[r]}: the local rows of r's document. Mutable, reused chunk after chunk.
+     */
+    static final class Documents {
+        int count;
+        final int[] start = new int[SIZE];
+        final int[] end = new int[SIZE];
+        final int[] doc = new int[SIZE];
+        boolean continues;
+        boolean carries;
+        final int[] rowStart = new int[SIZE];
+        final int[] rowEnd = new int[SIZE];
+
+        /**
+         * Lays out the chunk of tokens {@code from … from+len−1} of the documents {@code firstDoc … endDoc−1} of
+         * {@code segments} (which cover those tokens contiguously).
+         */
+        void layOut(Segments segments, int firstDoc, int endDoc, int from, int len) {
+            // The first document that ends past `from`, by bisection over the ends (non-decreasing).
+            int lo = firstDoc;
+            int hi = endDoc - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) >>> 1;
+                if (segments.end(mid) > from) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            int to = from + len;
+            count = 0;
+            for (int n = lo; n < endDoc && segments.start(n) < to; n++) {
+                if (segments.length(n) == 0) {
+                    continue;
+                }
+                int r0 = Math.max(segments.start(n), from) - from;
+                int r1 = Math.min(segments.end(n), to) - from;
+                start[count] = r0;
+                end[count] = r1;
+                doc[count] = n;
+                Arrays.fill(rowStart, r0, r1, r0);
+                Arrays.fill(rowEnd, r0, r1, r1);
+                count++;
+            }
+            if (count == 0 || start[0] != 0 || end[count - 1] != len) {
+                throw new IllegalStateException("documents " + firstDoc + " … " + (endDoc - 1)
+                        + " do not cover tokens " + from + " … " + (to - 1));
+            }
+            continues = segments.start(doc[0]) < from;
+            carries = segments.end(doc[count - 1]) > to;
         }
     }
 

@@ -1,13 +1,17 @@
 package io.kdapack.core.kda;
 
 import java.lang.ref.Cleaner;
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The fast CPU backend: the chunked WY/UT form of architecture §2 ({@link KdaChunk}), chunks of 64 tokens that
- * never straddle a sequence boundary and are never padded (the last chunk of a sequence is partial), one
- * task per (sequence, value head) on all cores.
+ * The fast CPU backend: the chunked WY/UT form of architecture §2 ({@link KdaChunk}) with chunks of 64 tokens laid
+ * over runs of consecutive documents whatever their lengths (the seed RFC's "Alt1"): a boundary inside a chunk is
+ * handled by masks, so the cost of a packed batch is that of the same tokens as one document. One task per (run,
+ * value head) on all cores. A run is a stretch of documents with no padding between them, cut at a document start
+ * once it holds {@value #RUN_TOKENS} tokens (a rule that depends on the documents only, never on the thread count);
+ * only the last chunk of a run is partial, and padding is never computed.
  *
  * <p>A training forward keeps every chunk's start state and, while the intermediates kept by this backend's live
  * tapes stay within {@link #KEPT_FLOATS} (all layers together), every chunk's intermediates, so the backward walks
@@ -23,14 +27,21 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
      */
     static final long KEPT_FLOATS = 64L << 20;
 
+    /** Tokens after which a run of documents is cut at the next document start: at most one partial chunk each. */
+    static final int RUN_TOKENS = 2048;
+
     /** Returns the intermediates of tapes that were dropped without a backward. */
     private static final Cleaner CLEANER = Cleaner.create();
 
-    /** Chunk scratch per worker thread, reused across tasks: a packed batch has many short tasks. */
+    /** Chunk scratch per worker thread, reused across tasks. */
     private final ThreadLocal<KdaChunk> scratch = new ThreadLocal<>();
+    /** The document layout of the current chunk, per worker thread. */
+    private final ThreadLocal<KdaChunk.Documents> layout = ThreadLocal.withInitial(KdaChunk.Documents::new);
     /** Intermediates returned by finished backwards, lent to the next training forward. */
     private final ConcurrentLinkedQueue<KdaChunk.Intermediates> spare = new ConcurrentLinkedQueue<>();
     private final long keptFloatsBudget;
+    /** Each document a run of its own: its chunks start at its first token (see {@link #documentAligned()}). */
+    private final boolean documentAligned;
     /** Floats of intermediates held by live tapes. */
     private final AtomicLong keptFloats = new AtomicLong();
 
@@ -45,8 +56,23 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /** With a budget for kept intermediates other than the default (0 recomputes them all). */
     KdaChunked(int threads, long keptFloatsBudget) {
+        this(threads, keptFloatsBudget, false);
+    }
+
+    private KdaChunked(int threads, long keptFloatsBudget, boolean documentAligned) {
         super(threads);
         this.keptFloatsBudget = keptFloatsBudget;
+        this.documentAligned = documentAligned;
+    }
+
+    /**
+     * A backend on as many threads whose chunks start at each document's first token (the first design's
+     * alignment, on the same kernels): a packed call then gives every document bitwise its result alone, whatever
+     * else is packed beside it, at the cost of a partial chunk and a state update per document. The inference
+     * engine prefills with it, so that a request's tokens and logprobs do not depend on its batch.
+     */
+    public KdaChunked documentAligned() {
+        return new KdaChunked(threads(), keptFloatsBudget, true);
     }
 
     @Override
@@ -54,7 +80,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return "cpu-chunked";
     }
 
-    /** What one head's training forward kept: {@code [chunks,K,V]} start states, and maybe intermediates. */
+    /** What one task's training forward kept: {@code [chunks,K,V]} carried start states, and maybe intermediates. */
     static final class HeadTape {
         private final float[] starts;
         private final KdaChunk.Intermediates[] kept;
@@ -73,11 +99,41 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     @Override
+    int[] runs(Segments segments) {
+        if (documentAligned) {
+            return super.runs(segments);
+        }
+        int n = segments.count();
+        int[] runs = new int[n + 1];
+        int count = 0;
+        int runStart = -1; // first token of the current run, −1 before the first non-empty document
+        int previousEnd = -1;
+        for (int d = 0; d < n; d++) {
+            if (segments.length(d) == 0) {
+                continue;
+            }
+            int start = segments.start(d);
+            if (runStart < 0 || start != previousEnd || start - runStart >= RUN_TOKENS) {
+                runs[count++] = d;
+                runStart = start;
+            }
+            previousEnd = segments.end(d);
+        }
+        if (count == 0) {
+            return new int[] {0, n};
+        }
+        runs[0] = 0; // leading zero-length documents join the first run
+        runs[count] = n;
+        return Arrays.copyOf(runs, count + 1);
+    }
+
+    @Override
     public Keep keepForBackward(KdaInputs in) {
-        long chunks = 0;
         Segments seg = in.segments();
-        for (int n = 0; n < seg.count(); n++) {
-            chunks += chunks(seg.length(n));
+        int[] runs = runs(seg);
+        long chunks = 0;
+        for (int r = 0; r + 1 < runs.length; r++) {
+            chunks += chunks(runTokens(seg, runs, r));
         }
         long floats = chunks * in.valueHeads() * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim());
         // Concurrent calls may each see room and overshoot the budget by one call's worth, no more.
@@ -85,19 +141,23 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     @Override
-    HeadTape forwardHead(HeadSequence s, float[] state, float[] o, Keep keep) {
+    HeadTape forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep) {
         KdaChunk chunk = chunkFor(s);
+        KdaChunk.Documents docs = documentsFor();
         int size = s.keyDim() * s.valueDim();
         int chunks = chunks(s.length());
+        int from = s.segments().start(s.firstDoc());
+        float[] state = new float[size];
         float[] starts = keep == Keep.NOTHING ? null : new float[chunks * size];
         KdaChunk.Intermediates[] kept = keep == Keep.INTERMEDIATES ? borrow(chunk, chunks) : null;
         for (int c = 0; c < chunks; c++) {
-            if (starts != null) {
+            int offset = c * KdaChunk.SIZE;
+            int len = Math.min(KdaChunk.SIZE, s.length() - offset);
+            docs.layOut(s.segments(), s.firstDoc(), s.endDoc(), from + offset, len);
+            if (starts != null && docs.continues) {
                 System.arraycopy(state, 0, starts, c * size, size);
             }
-            int offset = c * KdaChunk.SIZE;
-            chunk.forward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), state, o,
-                    kept == null ? null : kept[c]);
+            chunk.forward(s, s.row0() + offset, len, docs, state, h0, ht, o, kept == null ? null : kept[c]);
         }
         if (starts == null) {
             return null;
@@ -120,15 +180,23 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     @Override
-    void backwardHead(HeadSequence s, float[] h0, HeadTape tape, float[] dO, float[] dState, HeadGradients grads) {
+    void backwardHead(HeadSequence s, float[] h0, HeadTape tape, float[] dO, float[] dHt, float[] dH0,
+                      HeadGradients grads) {
         KdaChunk chunk = chunkFor(s);
+        KdaChunk.Documents docs = documentsFor();
         int size = s.keyDim() * s.valueDim();
+        int from = s.segments().start(s.firstDoc());
         float[] s0 = new float[size];
+        float[] dState = new float[size];
         for (int c = chunks(s.length()) - 1; c >= 0; c--) {
-            System.arraycopy(tape.starts, c * size, s0, 0, size);
             int offset = c * KdaChunk.SIZE;
-            chunk.backward(s, s.row0() + offset, Math.min(KdaChunk.SIZE, s.length() - offset), s0, dO, dState,
-                    grads, tape.kept == null ? null : tape.kept[c]);
+            int len = Math.min(KdaChunk.SIZE, s.length() - offset);
+            docs.layOut(s.segments(), s.firstDoc(), s.endDoc(), from + offset, len);
+            if (docs.continues) {
+                System.arraycopy(tape.starts, c * size, s0, 0, size);
+            }
+            chunk.backward(s, s.row0() + offset, len, docs, s0, h0, dO, dState, dHt, dH0, grads,
+                    tape.kept == null ? null : tape.kept[c]);
         }
         if (tape.release != null) {
             tape.release.clean();
@@ -151,6 +219,10 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
             out[c] = candidate != null ? candidate : chunk.newIntermediates();
         }
         return out;
+    }
+
+    private KdaChunk.Documents documentsFor() {
+        return layout.get();
     }
 
     private KdaChunk chunkFor(HeadSequence s) {

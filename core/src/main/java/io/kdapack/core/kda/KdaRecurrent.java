@@ -35,25 +35,33 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
 
     /** Keeps nothing: the reference's backward recomputes the states from its own checkpoints. */
     @Override
-    Void forwardHead(HeadSequence s, float[] state, float[] o, Keep keep) {
+    Void forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep) {
+        float[] state = initialState(s, h0);
         float[] w = new float[s.valueDim()];
         Arrays.fill(o, s.row0() * s.valueDim(), (s.row0() + s.length()) * s.valueDim(), 0f); // output() adds into o
         for (int t = s.row0(); t < s.row0() + s.length(); t++) {
             step(s, t, state, 0, w);
             output(s, t, state, o);
         }
+        if (ht != null) {
+            System.arraycopy(state, 0, ht, s.stateOffset(s.firstDoc()), state.length);
+        }
         return null;
     }
 
     @Override
-    void backwardHead(HeadSequence s, float[] h0, Void kept, float[] dO, float[] dState, HeadGradients grads) {
+    void backwardHead(HeadSequence s, float[] h0, Void kept, float[] dO, float[] dHt, float[] dH0,
+                      HeadGradients grads) {
         int kd = s.keyDim();
         int vd = s.valueDim();
         int size = kd * vd;
         int len = s.length();
+        int doc = s.firstDoc();
+        float[] dState = dHt == null ? new float[size]
+                : Arrays.copyOfRange(dHt, s.stateOffset(doc), s.stateOffset(doc) + size);
         int blocks = (len + CHECKPOINT - 1) / CHECKPOINT;
         float[] checkpoints = new float[blocks * size];
-        float[] state = h0.clone();
+        float[] state = initialState(s, h0);
         float[] w = new float[vd];
         for (int t = 0; t < len; t++) {
             if (t % CHECKPOINT == 0) {
@@ -77,6 +85,19 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
                 backwardStep(s, s.row0() + t, states, (t - first) * size, dO, dState, decayed, w, du, grads);
             }
         }
+        if (dH0 != null) {
+            System.arraycopy(dState, 0, dH0, s.stateOffset(doc), size);
+        }
+    }
+
+    /** The initial state {@code [K,V]} of the task's one document: a copy of its slice of h0, or zeros. */
+    private static float[] initialState(HeadSequence s, float[] h0) {
+        int size = s.keyDim() * s.valueDim();
+        if (h0 == null) {
+            return new float[size];
+        }
+        int offset = s.stateOffset(s.firstDoc());
+        return Arrays.copyOfRange(h0, offset, offset + size);
     }
 
     /**

@@ -63,15 +63,16 @@ final class PairwiseDecay {
 
     /**
      * Fills {@code aQK[r·64 + c]} for {@code c ≤ r} and {@code pKK[r·64 + c]} for {@code c < r} (diagonal 0)
-     * for the chunk of rows {@code first … first+len−1} of {@code q, k, g [L,K]}.
+     * for the chunk of rows {@code first … first+len−1} of {@code q, k, g [L,K]}, zero for the pairs of rows of
+     * different documents ({@code c < rowStart[r]}, the local first row of r's document).
      */
-    void forward(float[] q, float[] k, float[] g, int first, int len, float[] aQK, float[] pKK) {
+    void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] aQK, float[] pKK) {
         for (int a = 0; a < len; a += BLOCK) {
             int b = Math.min(BLOCK, len - a);
             boolean factored = anchorFactors(q, k, g, first, a, b);
             if (!factored) {
                 for (int r = a; r < a + b; r++) {
-                    diagonalRowForward(q, k, g, first, a, r, aQK, pKK);
+                    diagonalRowForward(q, k, g, first, a, Math.max(a, rowStart[r]), r, aQK, pKK);
                 }
             }
             int cols = factored ? a + b : a;
@@ -83,20 +84,24 @@ final class PairwiseDecay {
                 ChunkMath.matmul(false, b, width, kd, 1f, qRow, 0, kd, transposed, 0, width, 0f, aQK, a * SIZE, SIZE);
                 ChunkMath.matmul(false, b, width, kd, 1f, kRow, 0, kd, transposed, 0, width, 0f, pKK, a * SIZE, SIZE);
             }
-            if (factored) {
-                for (int r = a; r < a + b; r++) {
+            for (int r = a; r < a + b; r++) {
+                if (factored) {
                     Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
                     Arrays.fill(pKK, r * SIZE + r, r * SIZE + a + b, 0f);
                 }
+                // The pairs across a document boundary: products of finite factors, masked before any use.
+                Arrays.fill(aQK, r * SIZE, r * SIZE + rowStart[r], 0f);
+                Arrays.fill(pKK, r * SIZE, r * SIZE + rowStart[r], 0f);
             }
         }
     }
 
     /**
      * Adds the gradients of q, k ({@code [L,K]}, rows of the chunk) and of the gate cumsum
-     * ({@code dGamma [len,K]}) given {@code dAQK} ({@code c ≤ r}) and {@code dP} ({@code c < r}).
+     * ({@code dGamma [len,K]}) given {@code dAQK} ({@code c ≤ r}) and {@code dP} ({@code c < r}), both zero for
+     * the pairs of rows of different documents ({@code c < rowStart[r]}).
      */
-    void backward(float[] q, float[] k, float[] g, int first, int len, float[] dAQK, float[] dP,
+    void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] dAQK, float[] dP,
                   float[] dq, float[] dk, float[] dGamma) {
         for (int a = 0; a < len; a += BLOCK) {
             int b = Math.min(BLOCK, len - a);
@@ -109,7 +114,7 @@ final class PairwiseDecay {
                 }
             } else {
                 for (int r = a; r < a + b; r++) {
-                    diagonalRowBackward(q, k, g, first, a, r, dAQK, dP, dq, dk, dGamma);
+                    diagonalRowBackward(q, k, g, first, Math.max(a, rowStart[r]), r, dAQK, dP, dq, dk, dGamma);
                 }
             }
             int cols = factored ? a + b : a;
@@ -258,15 +263,18 @@ final class PairwiseDecay {
     }
 
     /**
-     * Row r of the diagonal block at a: the decay summed from r down to each column c ≥ a; the decayed column
+     * Row r of the diagonal block at a: the decay summed from r down to each column c ≥ from (the later of a and
+     * the first row of r's document; the columns before it and after a are zero); the decayed column
      * {@code k_c ⊙ exp(Γ_r − Γ_c)} goes to {@code e}, and its dot products with {@code q_r} and {@code k_r} sum in
      * the width-independent order of {@link ChunkMath#dot}.
      */
-    private void diagonalRowForward(float[] q, float[] k, float[] g, int first, int a, int r, float[] aQK,
+    private void diagonalRowForward(float[] q, float[] k, float[] g, int first, int a, int from, int r, float[] aQK,
                                     float[] pKK) {
         int rowOff = (first + r) * kd;
+        Arrays.fill(aQK, r * SIZE + a, r * SIZE + from, 0f);
+        Arrays.fill(pKK, r * SIZE + a, r * SIZE + from, 0f);
         Arrays.fill(run, 0f);
-        for (int c = r; c >= a; c--) {
+        for (int c = r; c >= from; c--) {
             int colOff = (first + c) * kd;
             int i = 0;
             for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
@@ -283,13 +291,14 @@ final class PairwiseDecay {
         }
     }
 
-    private void diagonalRowBackward(float[] q, float[] k, float[] g, int first, int a, int r, float[] dAQK,
+    /** Backward of {@link #diagonalRowForward} over the columns {@code from … r} of row r. */
+    private void diagonalRowBackward(float[] q, float[] k, float[] g, int first, int from, int r, float[] dAQK,
                                      float[] dP, float[] dq, float[] dk, float[] dGamma) {
         int rowOff = (first + r) * kd;
         Arrays.fill(run, 0f);
         Arrays.fill(dqRow, 0, kd, 0f);
         Arrays.fill(dkRow, 0, kd, 0f);
-        for (int c = r; c >= a; c--) {
+        for (int c = r; c >= from; c--) {
             int colOff = (first + c) * kd;
             float gradQ = dAQK[r * SIZE + c];
             float gradK = c < r ? dP[r * SIZE + c] : 0f;

@@ -154,7 +154,7 @@ public final class KimiDeltaAttention implements Layer {
         Linear.Saved beta = bProj.forward(x, tokens);
         KdaInputs inputs = new KdaInputs(segments, heads, valueHeads, headDim, headDim, qc.output(), kc.output(),
                 vc.output(), f1.output(), beta.output(), aLog.values(), dtBias.values(), null);
-        KdaTape kda = backend.forwardForBackward(inputs, options);
+        KdaTape kda = backend.forwardForBackward(inputs, options, false); // training needs no final states
         float[] o = kda.result().o();
         Linear.Saved g0 = gProj0.forward(x, tokens);
         Linear.Saved g1 = gProj1.forward(g0.output(), tokens);

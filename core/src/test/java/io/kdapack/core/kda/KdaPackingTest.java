@@ -12,10 +12,15 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The defining property: a packed batch gives the same outputs, final states and gradients as each
- * document run alone, and padding gives zero output and zero gradient. Each (sequence, head) is computed
- * from its own tokens only, so per-token results and per-sequence states must be bitwise equal; only the
- * parameter gradients {@code dA_log}, {@code dt_bias} (sums over documents, in another order) differ by
- * round-off (1e-6).
+ * document run alone, and padding gives zero output and zero gradient. The reference computes each (sequence,
+ * head) from its own tokens in the same order whatever the packing, so its per-token results and per-sequence
+ * states are bitwise equal. The chunked backend lays its chunks over the packed axis, so where a document starts
+ * decides how its tokens fall into chunks and the rounding differs: within 1e-6 relative (float32 round-off is
+ * ~6e-8 per operation; a leak of a neighbour document would show at 1e-1; measured: at most 2.5e-7). The gate
+ * gradient {@code dg} is a suffix sum of terms that cancel heavily (float32 is already up to 6e-6 from float64 on
+ * the golden files): measured up to 2.6e-6 here, so 1e-5 for it. The parameter gradients
+ * {@code dA_log}, {@code dt_bias} (sums over documents, in another order) differ by round-off: 1e-6 for the
+ * reference, 1e-5 for the chunked backend, whose sums carry the round-off of its dg (measured 3.0e-6).
  */
 class KdaPackingTest {
 
@@ -42,14 +47,15 @@ class KdaPackingTest {
             KdaBackend.KdaGradients gradOne = backend.backward(alone, options, doc.tokens(packed.dO(), in.valueDim() * in.valueHeads()),
                     doc.state(packed.dHt()));
             String what = backend.name() + " document " + n + " ";
-            assertArrayEquals(doc.tokens(all.o(), in.valueHeads() * in.valueDim()), one.o(), what + "o");
-            assertArrayEquals(doc.state(all.ht()), one.ht(), what + "ht");
-            assertArrayEquals(doc.tokens(gradAll.dq(), in.heads() * in.keyDim()), gradOne.dq(), what + "dq");
-            assertArrayEquals(doc.tokens(gradAll.dk(), in.heads() * in.keyDim()), gradOne.dk(), what + "dk");
-            assertArrayEquals(doc.tokens(gradAll.dv(), in.valueHeads() * in.valueDim()), gradOne.dv(), what + "dv");
-            assertArrayEquals(doc.tokens(gradAll.dg(), in.valueHeads() * in.keyDim()), gradOne.dg(), what + "dg");
-            assertArrayEquals(doc.tokens(gradAll.dBeta(), in.valueHeads()), gradOne.dBeta(), what + "dbeta");
-            assertArrayEquals(doc.state(gradAll.dH0()), gradOne.dH0(), what + "dh0");
+            Same same = backend instanceof KdaRecurrent ? Same.BITWISE : Same.ROUND_OFF;
+            same.check(doc.tokens(all.o(), in.valueHeads() * in.valueDim()), one.o(), what + "o");
+            same.check(doc.state(all.ht()), one.ht(), what + "ht");
+            same.check(doc.tokens(gradAll.dq(), in.heads() * in.keyDim()), gradOne.dq(), what + "dq");
+            same.check(doc.tokens(gradAll.dk(), in.heads() * in.keyDim()), gradOne.dk(), what + "dk");
+            same.check(doc.tokens(gradAll.dv(), in.valueHeads() * in.valueDim()), gradOne.dv(), what + "dv");
+            same.check(doc.tokens(gradAll.dg(), in.valueHeads() * in.keyDim()), gradOne.dg(), what + "dg");
+            same.check(doc.tokens(gradAll.dBeta(), in.valueHeads()), gradOne.dBeta(), what + "dbeta");
+            same.check(doc.state(gradAll.dH0()), gradOne.dH0(), what + "dh0");
             for (int i = 0; i < dALogSum.length; i++) {
                 dALogSum[i] += gradOne.dALog()[i];
             }
@@ -57,8 +63,10 @@ class KdaPackingTest {
                 dDtBiasSum[i] += gradOne.dDtBias()[i];
             }
         }
-        assertClose("dA_log", gradAll.dALog(), dALogSum, 1e-6);
-        assertClose("ddt_bias", gradAll.dDtBias(), dDtBiasSum, 1e-6);
+        // Sums over tokens of the decay gradient: the chunked backend's are as far as its dg (see the class comment).
+        double parameterTolerance = backend instanceof KdaRecurrent ? 1e-6 : 1e-5;
+        assertClose("dA_log", gradAll.dALog(), dALogSum, parameterTolerance);
+        assertClose("ddt_bias", gradAll.dDtBias(), dDtBiasSum, parameterTolerance);
     }
 
     @ParameterizedTest(name = "{0}")
@@ -90,11 +98,25 @@ class KdaPackingTest {
             }
             assertEquals(0f, g.dBeta()[pos], "dbeta at padding " + pos);
         }
+        Same same = backend instanceof KdaRecurrent ? Same.BITWISE : Same.ROUND_OFF;
         for (int n = 0; n < segments.count(); n++) {
             Slice doc = new Slice(in, n);
             KdaBackend.KdaResult one = backend.forward(doc.inputs(), options);
-            assertArrayEquals(doc.tokens(r.o(), 16), one.o(), "segment " + n + " o");
-            assertArrayEquals(doc.state(r.ht()), one.ht(), "segment " + n + " ht");
+            same.check(doc.tokens(r.o(), 16), one.o(), "segment " + n + " o");
+            same.check(doc.state(r.ht()), one.ht(), "segment " + n + " ht");
+        }
+    }
+
+    /** How equal a packed result must be to the document's own: bit for bit, or within 1e-6 relative (dg 1e-5). */
+    private enum Same {
+        BITWISE, ROUND_OFF;
+
+        void check(float[] packed, float[] alone, String what) {
+            if (this == BITWISE || packed == null || alone == null) {
+                assertArrayEquals(alone, packed, what);
+            } else {
+                assertClose(what, packed, alone, what.endsWith("dg") ? 1e-5 : 1e-6);
+            }
         }
     }
 

@@ -80,8 +80,45 @@ class HybridModelInferenceTest {
         assertEquals(all.length - 1, state.length());
     }
 
+    /** With chunks aligned to each prompt (as the inference engine prefills), bit for bit. */
     @Test
     void packedPrefillEqualsEachPromptAloneAndSoDoesTheNextDecodeStep() {
+        HybridModel model = TinyModels.model(TinyModels.config(), true, 11, 2);
+        KdaBackend prefill = ((KdaChunked) model.kdaBackend()).documentAligned();
+        int[] lengths = {1, 5, 64, 65, 130, 3, 2};
+        Random random = new Random(3);
+        int[][] prompts = new int[lengths.length][];
+        for (int i = 0; i < lengths.length; i++) {
+            prompts[i] = randomTokens(random, lengths[i]);
+        }
+        SequenceState[] packed = newSequences(model, lengths.length);
+        float[] packedLogits = model.extend(prompts, packed, prefill);
+        int[][] next = new int[lengths.length][];
+        for (int i = 0; i < lengths.length; i++) {
+            next[i] = new int[] {random.nextInt(TinyModels.VOCAB)};
+        }
+        float[] packedStep = model.extend(next, packed, decodeOp);
+        int vocab = TinyModels.VOCAB;
+        for (int i = 0; i < lengths.length; i++) {
+            SequenceState[] alone = newSequences(model, 1);
+            float[] aloneLogits = model.extend(new int[][] {prompts[i]}, alone, prefill);
+            assertArrayEquals(aloneLogits, Arrays.copyOfRange(packedLogits, i * vocab, (i + 1) * vocab),
+                    "prompt " + i + " of " + lengths[i] + " tokens");
+            float[] aloneStep = model.extend(new int[][] {next[i]}, alone, decodeOp);
+            assertArrayEquals(aloneStep, Arrays.copyOfRange(packedStep, i * vocab, (i + 1) * vocab),
+                    "decode after prompt " + i);
+        }
+    }
+
+    /**
+     * The chunked kernels lay their chunks over the packed axis, so a prompt's tokens fall into other chunks packed
+     * than alone and round-off differs (as for pieces below): observed at most 4.1e-7 (prefill) and 2.8e-7 (the next
+     * step), bound 1e-6.
+     */
+    private static final double PACKED_TOLERANCE = 1e-6;
+
+    @Test
+    void packedAxisPrefillIsWithinRoundOffOfEachPromptAlone() {
         HybridModel model = TinyModels.model(TinyModels.config(), true, 11, 2);
         int[] lengths = {1, 5, 64, 65, 130, 3, 2};
         Random random = new Random(3);
@@ -100,11 +137,14 @@ class HybridModelInferenceTest {
         for (int i = 0; i < lengths.length; i++) {
             SequenceState[] alone = newSequences(model, 1);
             float[] aloneLogits = model.extend(new int[][] {prompts[i]}, alone, model.kdaBackend());
-            assertArrayEquals(aloneLogits, Arrays.copyOfRange(packedLogits, i * vocab, (i + 1) * vocab),
-                    "prompt " + i + " of " + lengths[i] + " tokens");
+            double prefillError = TinyModels.relativeError(
+                    Arrays.copyOfRange(packedLogits, i * vocab, (i + 1) * vocab), aloneLogits);
+            assertTrue(prefillError <= PACKED_TOLERANCE, "prompt " + i + " of " + lengths[i] + " tokens: relative error "
+                    + prefillError);
             float[] aloneStep = model.extend(new int[][] {next[i]}, alone, decodeOp);
-            assertArrayEquals(aloneStep, Arrays.copyOfRange(packedStep, i * vocab, (i + 1) * vocab),
-                    "decode after prompt " + i);
+            double stepError = TinyModels.relativeError(Arrays.copyOfRange(packedStep, i * vocab, (i + 1) * vocab),
+                    aloneStep);
+            assertTrue(stepError <= PACKED_TOLERANCE, "decode after prompt " + i + ": relative error " + stepError);
         }
     }
 
