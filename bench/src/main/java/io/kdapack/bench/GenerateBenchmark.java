@@ -25,7 +25,7 @@ import java.util.Random;
  *   <li>prefill of {@code prompts} prompts of mixed lengths (uniform in {@code [1, 2·mean − 1]}) packed into one
  *       call, against the same prompts one call each (interleaved run by run; {@code prefill_packed_speedup} is the
  *       ratio of their times), and packed as the engine packs them, into calls of at most
- *       {@link InferenceEngine#PREFILL_CALL_TOKENS} tokens ({@code prefill_engine_speedup});</li>
+ *       {@link InferenceEngine#prefillCallTokens} tokens (a budget of activation floats over the width) ({@code prefill_engine_speedup});</li>
  *   <li>decode tokens/s with 1, 8 and 64 sequences (by default) (each prefilled with a 64-token prompt, then {@code steps} batched
  *       steps), and the latency of one step (one token for every sequence) at its p50 and p99;</li>
  *   <li>state bytes per sequence after 1k and 8k tokens (KDA part constant, MLA part growing);</li>
@@ -82,7 +82,7 @@ public final class GenerateBenchmark {
             prompts[i] = random.ints(1 + random.nextInt(2 * c.meanPrompt() - 1), 0, vocab).toArray();
             promptTokens += prompts[i].length;
         }
-        List<int[][]> groups = groups(prompts, InferenceEngine.PREFILL_CALL_TOKENS);
+        List<int[][]> groups = groups(prompts, InferenceEngine.prefillCallTokens(c.model()));
         double[] prefill = InterleavedTiming.medians(c.warmUp(), c.repeats(),
                 () -> model.extend(prompts, fresh(model, prompts.length), model.kdaBackend()),
                 () -> {
@@ -103,6 +103,7 @@ public final class GenerateBenchmark {
         out.put("prefill_packed_tokens_per_s", promptTokens / prefill[0]);
         out.put("prefill_alone_tokens_per_s", promptTokens / prefill[1]);
         out.put("prefill_packed_speedup", prefill[1] / prefill[0]);
+        out.put("prefill_engine_call_tokens", InferenceEngine.prefillCallTokens(c.model()));
         out.put("prefill_engine_calls", groups.size());
         out.put("prefill_engine_tokens_per_s", promptTokens / prefill[2]);
         out.put("prefill_engine_speedup", prefill[1] / prefill[2]);

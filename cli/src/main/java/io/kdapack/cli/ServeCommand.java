@@ -50,7 +50,7 @@ final class ServeCommand implements Callable<Integer> {
         String token = cluster.enabled() && !cluster.hasRole(ClusterConfig.ROLE_API) ? null : ApiToken.resolve(settings);
         Path jobsDir = settings.tokenFile().toAbsolutePath().getParent().resolve("jobs");
         KdapackServer server = KdapackServer.start(settings, token, jobFactory(dataRoot, jobsDir),
-                InferenceLimits.defaults(), jobsDir, cluster);
+                InferenceLimits.from(serving.server().inference()), jobsDir, cluster);
         AtomicBoolean closing = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             closing.set(true);

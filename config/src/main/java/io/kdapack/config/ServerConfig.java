@@ -20,14 +20,15 @@ package io.kdapack.config;
  * @param idleTimeoutMs  a connection with no request in progress (and no event stream) is closed after this long
  * @param requestTimeoutMs a request's head and body must arrive within this long of its first byte (else 408)
  * @param maxStepTokens  largest batch of {@code POST /v1/steps}, in tokens (B·T)
+ * @param inference      the bounds of {@code POST /v1/completions} ({@code server.inference})
  */
 public record ServerConfig(String host, int port, String token, String tokenFile, long maxBodyBytes, String dataRoot,
                            long eventBatchMs, long memoryBudget, int maxRunningJobs, int maxQueuedJobs,
                            int maxConnections, int maxConnectionsPerAddress, long idleTimeoutMs, long requestTimeoutMs,
-                           int maxStepTokens) {
+                           int maxStepTokens, InferenceConfig inference) {
 
     public static ServerConfig defaults() {
         return new ServerConfig("127.0.0.1", 8080, null, "runs/server-token", 16L << 20, ".", 1000,
-                0, 2, 8, 2048, 1024, 60_000, 30_000, 32_768);
+                0, 2, 8, 2048, 1024, 60_000, 30_000, 32_768, InferenceConfig.defaults());
     }
 }

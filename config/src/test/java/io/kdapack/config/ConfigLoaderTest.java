@@ -114,7 +114,7 @@ class ConfigLoaderTest {
         assertEquals("KDAPACK_MODEL_KDA_NUM_V_HEADS", ConfigLoader.environmentVariable("model.kda.num_v_heads"));
         List<String> keys = ConfigLoader.keys();
         assertEquals(keys.size(), new HashSet<>(keys.stream().map(ConfigLoader::environmentVariable).toList()).size());
-        assertEquals(77, keys.size()); // 67, train.data_parallel, and the 9 of the cluster section
+        assertEquals(88, keys.size()); // 67, train.data_parallel, the 9 of the cluster section, the 11 of keep_last and server.inference
     }
 
     @Test
@@ -217,7 +217,13 @@ class ConfigLoaderTest {
                 Map.entry("train.optimizer.beta1", 1), Map.entry("train.optimizer.beta2", -0.1), Map.entry("train.optimizer.eps", 0),
                 Map.entry("train.optimizer.clip_grad", -1), Map.entry("train.data.prefix", " "),
                 Map.entry("train.data.split", "1,2,3,4"), Map.entry("train.data.eod_id", -1), Map.entry("train.data.pad_id", -2),
-                Map.entry("train.checkpoint.dir", ""), Map.entry("train.checkpoint.interval", -1), Map.entry("server.host", ""),
+                Map.entry("train.checkpoint.dir", ""), Map.entry("train.checkpoint.interval", -1),
+                Map.entry("train.checkpoint.keep_last", -1), Map.entry("server.inference.max_sequences", 0),
+                Map.entry("server.inference.max_queued_requests", -1), Map.entry("server.inference.state_budget_bytes", 0),
+                Map.entry("server.inference.max_context", 1), Map.entry("server.inference.max_tokens", 0),
+                Map.entry("server.inference.max_prompts", 0), Map.entry("server.inference.prefill_chunk", 0),
+                Map.entry("server.inference.max_models", 0), Map.entry("server.inference.retry_after_seconds", 0),
+                Map.entry("server.inference.threads", -1), Map.entry("server.host", ""),
                 Map.entry("server.port", 70000), Map.entry("server.token", "a b"), Map.entry("server.token_file", ""),
                 Map.entry("server.max_body_bytes", 0), Map.entry("server.data_root", ""),
                 Map.entry("server.event_batch_ms", -1), Map.entry("server.memory_budget", -1),

@@ -12,7 +12,7 @@ import java.util.List;
 /**
  * Generates with a {@link HybridModel} (DESIGN §6), plain Java, one thread at a time. A {@link #step} runs every
  * sequence that still has prompt left through packed prefill calls (pieces of at most {@code prefillChunk} tokens,
- * packed into calls of at most {@link #PREFILL_CALL_TOKENS}, the chunked KDA kernels, the states carried from piece
+ * packed into calls of at most {@link #prefillCallTokens} tokens, the chunked KDA kernels, the states carried from piece
  * to piece), and every sequence that is generating
  * through one batched decode call (one token each, the token-by-token KDA recurrence). Prefill and decode never
  * share a call, and a prompt's pieces are cut at multiples of {@code prefillChunk} whatever else runs, so a
@@ -21,14 +21,17 @@ import java.util.List;
  */
 public final class InferenceEngine {
     /**
-     * Tokens of one packed prefill call at most (a piece longer than this runs alone). One call over thousands of
-     * tokens is slower than several over about a thousand: its activations ([T,d] per layer) leave the caches. On
-     * the shared 2-core VM, 64 prompts (8k tokens) in one call ran at 0.3–0.8× the speed of one call per prompt, in
-     * calls of up to 1024 tokens at 0.85× (larger model) to 1.7× (default model) ({@code kdapack bench generate},
-     * docs/inference.md). Results do not depend on the grouping: a sequence's result is bitwise the same in any
-     * packed call.
+     * Floats of one {@code [T, d]} activation of a packed prefill call at most (256 KB): a call packs pieces while
+     * {@code T · hidden_size} stays within it ({@link #prefillCallTokens}; a piece longer than that runs alone). A call
+     * over thousands of tokens is slower than one call per prompt: its activations ({@code [T,d]} per layer, several
+     * per layer, and the layer's weights) leave the caches. The budget is in floats, not tokens, because where that
+     * happens moves with the width: on the shared 2-core VM, 64 prompts (8232 tokens), interleaved medians of 7–9 runs
+     * against one call per prompt ({@code kdapack bench generate}, docs/inference.md): the default model (d = 64)
+     * 1.19× in calls of 512 tokens, 1.16× of 1024, 0.33× in one call; the larger one (d = 256) 1.21× of 256, 1.40× of
+     * 384, 0.75× of 1024, 0.46× in one call. Results do not depend on the grouping: a sequence's result is bitwise the
+     * same in any packed call.
      */
-    public static final int PREFILL_CALL_TOKENS = 1024;
+    public static final int PREFILL_CALL_FLOATS = 64 * 1024;
 
     private final HybridModel model;
     private final Tokenizer tokenizer;
@@ -36,6 +39,7 @@ public final class InferenceEngine {
     private final KdaBackend decodeOp;
     private final int prefillChunk;
     private final int maxContext;
+    private final int prefillCallTokens;
 
     /**
      * @param threads      worker threads of the decode recurrence (prefill uses the model's KDA backend)
@@ -57,6 +61,12 @@ public final class InferenceEngine {
         this.decodeOp = new KdaRecurrent(threads);
         this.prefillChunk = prefillChunk;
         this.maxContext = maxContext;
+        this.prefillCallTokens = prefillCallTokens(model.config());
+    }
+
+    /** Tokens of one packed prefill call at most for {@code config}: {@link #PREFILL_CALL_FLOATS} / hidden size, ≥ 1. */
+    public static int prefillCallTokens(io.kdapack.core.model.ModelConfig config) {
+        return Math.max(1, PREFILL_CALL_FLOATS / config.hiddenSize());
     }
 
     public HybridModel model() {
@@ -134,7 +144,7 @@ public final class InferenceEngine {
             int to = from;
             while (to < prefilling.size()) {
                 int length = Math.min(prefillChunk, prefilling.get(to).promptRemaining());
-                if (!pieces.isEmpty() && tokens + length > PREFILL_CALL_TOKENS) {
+                if (!pieces.isEmpty() && tokens + length > prefillCallTokens) {
                     break;
                 }
                 pieces.add(prefilling.get(to).takePrompt(prefillChunk));

@@ -169,6 +169,11 @@ class ServerTrainingTest {
             var resumed = server.send(server.request("/v1/jobs/" + id + "/resume")
                     .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build());
             assertTrue(resumed.statusCode() / 100 == 2, resumed.body());
+            // The 202 names the step of the checkpoint the run resumes from, not 0.
+            long checkpointed = Long.parseLong(Files.readString(jobs.resolve(id).resolve("checkpoints").resolve("latest"))
+                    .strip().substring("step-".length()));
+            assertTrue(checkpointed >= 1, "the shutdown checkpointed step " + checkpointed);
+            assertEquals(checkpointed, TrainingServer.JSON.readTree(resumed.body()).get("step").asLong(), resumed.body());
             // The job's journal replays the steps before the restart, so the stream holds every step once.
             TrainingServer.Events events = server.follow(id, Integer.MAX_VALUE);
             assertEquals("succeeded", events.end());

@@ -425,15 +425,23 @@ public final class Trainer implements AutoCloseable {
     }
 
     /**
-     * Writes a checkpoint of the current state (atomically; see {@link CheckpointStore}). Of a data-parallel run only
-     * rank 0 writes (every rank holds the same state); the others' call does nothing and returns the path rank 0 writes.
+     * Writes a checkpoint of the current state (atomically; see {@link CheckpointStore}), then, with
+     * {@code train.checkpoint.keep_last} = K > 0, deletes all but the newest K: only once the new one is complete and
+     * synced to disk, so a crash at any point leaves at least the newest K − 1 older ones or the new one. Of a
+     * data-parallel run only rank 0 writes (every rank holds the same state); the others' call does nothing and
+     * returns the path rank 0 writes.
      */
     public Path saveCheckpoint() throws IOException {
         if (exchange.rank() != 0) {
             return checkpoints.root().resolve(CheckpointStore.directoryName(stepsDone));
         }
         TrainingState state = new TrainingState(stepsDone, consumedSamples(), resumeFingerprint(config), Map.of());
-        return checkpoints.save(Checkpoint.of(state, parameters, optimizer.state()));
+        Path saved = checkpoints.save(Checkpoint.of(state, parameters, optimizer.state()));
+        int keepLast = config.train().checkpoint().keepLast();
+        if (keepLast > 0) {
+            checkpoints.prune(keepLast);
+        }
+        return saved;
     }
 
     /**

@@ -68,6 +68,48 @@ class TrainerTest {
         assertArrayEquals(straight.weights, resumed.weights);
     }
 
+    /**
+     * {@code train.checkpoint.keep_last: 2}: after each save only the newest two remain, the run still resumes
+     * bit-identically from the newest, and a resumed run goes on pruning.
+     */
+    @Test
+    void keepLastKeepsTheNewestCheckpointsAndResumeStillWorks(@TempDir Path dir) throws IOException {
+        Path data = TrainingFixtures.dataset(dir);
+        KdapackConfig config = TrainingFixtures.config(6, 1, 2, false,
+                Map.of("checkpoint", Map.of("interval", 1, "keep_last", 2)));
+        assertEquals(2, config.train().checkpoint().keepLast());
+        Run straight = run(TrainingFixtures.config(6, 1, 2), data, dir.resolve("straight"), 6);
+
+        Path checkpoints = dir.resolve("kept");
+        try (Trainer trainer = Trainer.create(config, BigramModel.FACTORY, data, checkpoints)) {
+            for (int step = 1; step <= 4; step++) {
+                trainer.step();
+                trainer.saveCheckpoint();
+                assertEquals(Math.min(step, 2), trainer.checkpoints().checkpoints().size(), "after step " + step);
+            }
+            assertEquals(List.of("latest", "step-00000003", "step-00000004"), entries(checkpoints),
+                    "no temporary directory is left behind");
+        }
+        try (Trainer trainer = Trainer.create(config, BigramModel.FACTORY, data, checkpoints)) {
+            assertEquals(4L, trainer.restoreLatest().orElseThrow());
+            List<StepResult> steps = new java.util.ArrayList<>();
+            for (int step = 5; step <= 6; step++) {
+                steps.add(trainer.step());
+                trainer.saveCheckpoint();
+            }
+            Run resumed = record(trainer, steps);
+            assertEquals(straight.losses.subList(4, 6), resumed.losses);
+            assertArrayEquals(straight.weights, resumed.weights);
+        }
+        assertEquals(List.of("latest", "step-00000005", "step-00000006"), entries(checkpoints));
+    }
+
+    private static List<String> entries(Path dir) throws IOException {
+        try (var list = Files.list(dir)) {
+            return list.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
     @Test
     void aCheckpointLeftHalfWrittenIsSkippedAndTheRunResumesFromThePreviousOne(@TempDir Path dir) throws IOException {
         Path data = TrainingFixtures.dataset(dir);

@@ -1,5 +1,7 @@
 package io.kdapack.actors.inference;
 
+import io.kdapack.config.InferenceConfig;
+
 /**
  * The bounds of the inference actor: every resource a completion request can take is limited here, and a request
  * beyond them is refused when it arrives, never accepted to fail later.
@@ -20,32 +22,40 @@ public record InferenceLimits(int maxSequences, int queueCapacity, long stateBud
                               int maxPrompts, int prefillChunk, int maxModels, int retryAfterSeconds, int threads) {
 
     public InferenceLimits {
-        positive("max_sequences", maxSequences);
+        positive("server.inference.max_sequences", maxSequences);
         if (queueCapacity < 0) {
-            throw new IllegalArgumentException("queue_capacity must be >= 0, got " + queueCapacity);
+            throw new IllegalArgumentException("server.inference.max_queued_requests must be >= 0, got " + queueCapacity);
         }
         if (stateBudgetBytes < 1) {
-            throw new IllegalArgumentException("state_budget_bytes must be >= 1, got " + stateBudgetBytes);
+            throw new IllegalArgumentException("server.inference.state_budget_bytes must be >= 1, got " + stateBudgetBytes);
         }
         if (maxContext < 2) {
-            throw new IllegalArgumentException("max_context must be >= 2, got " + maxContext);
+            throw new IllegalArgumentException("server.inference.max_context must be >= 2, got " + maxContext);
         }
-        positive("max_tokens", maxTokens);
-        positive("max_prompts", maxPrompts);
-        positive("prefill_chunk", prefillChunk);
-        positive("max_models", maxModels);
-        positive("retry_after_seconds", retryAfterSeconds);
+        positive("server.inference.max_tokens", maxTokens);
+        positive("server.inference.max_prompts", maxPrompts);
+        positive("server.inference.prefill_chunk", prefillChunk);
+        positive("server.inference.max_models", maxModels);
+        positive("server.inference.retry_after_seconds", retryAfterSeconds);
         if (threads < 0) {
-            throw new IllegalArgumentException("threads must be >= 0, got " + threads);
+            throw new IllegalArgumentException("server.inference.threads must be >= 0, got " + threads);
         }
     }
 
     /**
-     * The server's defaults: 64 sequences, 256 waiting requests, 1 GiB of state, 8192 tokens of context, 2048 tokens
-     * per request, 16 prompts per request, prefill pieces of 512 tokens, 4 models, retry after 1 s, all processors.
+     * The server's defaults ({@link InferenceConfig#defaults()}): 64 sequences, 256 waiting requests, 1 GiB of state,
+     * 8192 tokens of context, 2048 tokens per request, 16 prompts per request, prefill pieces of 512 tokens, 4 models,
+     * retry after 1 s, all processors.
      */
     public static InferenceLimits defaults() {
-        return new InferenceLimits(64, 256, 1L << 30, 8192, 2048, 16, 512, 4, 1, 0);
+        return from(InferenceConfig.defaults());
+    }
+
+    /** The limits of the configuration's {@code server.inference} section (its keys are checked by the config module). */
+    public static InferenceLimits from(InferenceConfig config) {
+        return new InferenceLimits(config.maxSequences(), config.maxQueuedRequests(), config.stateBudgetBytes(),
+                config.maxContext(), config.maxTokens(), config.maxPrompts(), config.prefillChunk(), config.maxModels(),
+                config.retryAfterSeconds(), config.threads());
     }
 
     private static void positive(String key, int value) {

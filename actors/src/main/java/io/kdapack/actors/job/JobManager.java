@@ -45,7 +45,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
 
     public sealed interface Command permits StartJob, GetJob, ListJobs, CancelJob, Evaluate, StopAll, SubscribeEvents,
-            GetCapacity, DescribeCluster, JobUpdated, SupervisorStopped {
+            GetCapacity, DescribeCluster, JobUpdated, SupervisorStopped, Purge, PurgeDone {
     }
 
     /**
@@ -69,6 +69,18 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
 
     /** Cancel a running job; replies its status (empty if unknown). The job stops within one step. */
     public record CancelJob(String jobId, ActorRef<Optional<JobStatus>> replyTo) implements Command {
+    }
+
+    /**
+     * Forget a job that is not running or queued (its status and history), so that its files can be removed; refused
+     * ({@link JobRefused.Reason#CONFLICT}) while a run is in progress. Replies its last status (empty if not known here).
+     * Until {@link PurgeDone} the id cannot be started or resumed.
+     */
+    public record Purge(String jobId, ActorRef<StatusReply<Optional<JobStatus>>> replyTo) implements Command {
+    }
+
+    /** The files of a job that {@link Purge} forgot are gone (or their removal failed): its id may be used again. */
+    public record PurgeDone(String jobId) implements Command {
     }
 
     /** Loss of a packed batch under a running job's current weights, while {@code ticket} is alive. */
@@ -144,6 +156,8 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     private final Map<String, Job> jobs = new LinkedHashMap<>();
     private final Queue<String> finishedOrder = new ArrayDeque<>();
     private final List<ActorRef<Done>> stopWaiters = new ArrayList<>();
+    /** Jobs whose files are being removed ({@link Purge}): they cannot start until {@link PurgeDone}. */
+    private final java.util.Set<String> purging = new java.util.HashSet<>();
     private boolean shuttingDown;
     private long runs;
 
@@ -189,6 +203,11 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                 .onMessage(DescribeCluster.class, this::onDescribeCluster)
                 .onMessage(JobUpdated.class, this::onJobUpdated)
                 .onMessage(SupervisorStopped.class, this::onSupervisorStopped)
+                .onMessage(Purge.class, this::onPurge)
+                .onMessage(PurgeDone.class, done -> {
+                    purging.remove(done.jobId());
+                    return this;
+                })
                 .build();
     }
 
@@ -197,6 +216,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         Job existing = jobs.get(id);
         String refusal = shuttingDown ? "the server is shutting down"
                 : !JOB_ID.matcher(id).matches() ? "job id must match " + JOB_ID.pattern() + ", got '" + id + "'"
+                : purging.contains(id) ? "job " + id + " is being purged"
                 : existing == null ? null
                 : !existing.handle().status().state().isTerminal() ? "job " + id + " is still running"
                 : !existing.handle().status().state().isResumable() ? "job " + id + " has "
@@ -207,11 +227,13 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             return this;
         }
         long totalSteps;
+        long resumeStep;
         MemoryEstimate estimate;
         try {
             totalSteps = start.backend().plan().totalSteps();
+            resumeStep = start.backend().resumeStep();
             estimate = start.backend().memoryEstimate();
-        } catch (RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             start.replyTo().tell(StatusReply.error("the job's training plan is unavailable: " + e.getMessage()));
             return this;
         }
@@ -244,7 +266,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         }
         finishedOrder.remove(id);
         hub.tell(new MetricsHub.Register(id, events, journal));
-        JobHandle handle = new JobHandle(JobStatus.queued(id, totalSteps), events, new PipelineGauges());
+        JobHandle handle = new JobHandle(JobStatus.queued(id, resumeStep, totalSteps), events, new PipelineGauges());
         Job job = new Job(handle, null, start.backend(), estimate.bytes());
         if (startsNow) {
             job = launch(id, job);
@@ -260,10 +282,10 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     private Job launch(String id, Job job) {
         JobHandle handle = job.handle();
         ActorRef<JobSupervisor.Command> supervisor = getContext().spawn(
-                JobSupervisor.create(id, job.backend(), settings, hub, statusAdapter, handle.gauges()),
-                "job-" + id + "-" + (++runs));
+                JobSupervisor.create(id, job.backend(), handle.status().step(), settings, hub, statusAdapter,
+                        handle.gauges()), "job-" + id + "-" + (++runs));
         getContext().watchWith(supervisor, new SupervisorStopped(id, supervisor));
-        JobStatus starting = JobStatus.starting(id, handle.status().totalSteps(), Instant.now());
+        JobStatus starting = JobStatus.starting(id, handle.status().step(), handle.status().totalSteps(), Instant.now());
         return new Job(new JobHandle(starting, handle.events(), handle.gauges()), supervisor, null,
                 job.reservedBytes());
     }
@@ -332,6 +354,30 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             endQueued(cancel.jobId(), JobState.CANCELLED);
         }
         cancel.replyTo().tell(Optional.ofNullable(jobs.get(cancel.jobId())).map(j -> j.handle().status()));
+        return this;
+    }
+
+    private Behavior<Command> onPurge(Purge purge) {
+        String id = purge.jobId();
+        Job job = jobs.get(id);
+        if (job != null && !job.handle().status().state().isTerminal()) {
+            String state = job.handle().status().state().name().toLowerCase();
+            purge.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT, "job " + id + " is "
+                    + state + ": cancel it first (DELETE /v1/jobs/" + id + ") and purge it once it has ended", null)));
+            return this;
+        }
+        if (purging.contains(id)) {
+            purge.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT,
+                    "job " + id + " is being purged", null)));
+            return this;
+        }
+        purging.add(id);
+        if (job != null) {
+            jobs.remove(id);
+            finishedOrder.remove(id);
+            hub.tell(new MetricsHub.Forget(id));
+        }
+        purge.replyTo().tell(StatusReply.success(Optional.ofNullable(job).map(j -> j.handle().status())));
         return this;
     }
 

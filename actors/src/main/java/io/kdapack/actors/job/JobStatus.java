@@ -17,12 +17,14 @@ import java.time.Instant;
 public record JobStatus(String id, JobState state, long step, long totalSteps, Double lastLoss, Instant startedAt,
                         Instant finishedAt, String error) {
 
-    static JobStatus starting(String id, long totalSteps, Instant now) {
-        return new JobStatus(id, JobState.STARTING, 0, totalSteps, null, now, null, null);
+    /** @param step the step the run resumes from (0 for a fresh run) */
+    static JobStatus starting(String id, long step, long totalSteps, Instant now) {
+        return new JobStatus(id, JobState.STARTING, step, totalSteps, null, now, null, null);
     }
 
-    static JobStatus queued(String id, long totalSteps) {
-        return new JobStatus(id, JobState.QUEUED, 0, totalSteps, null, null, null, null);
+    /** @param step the step the run will resume from (0 for a fresh run) */
+    static JobStatus queued(String id, long step, long totalSteps) {
+        return new JobStatus(id, JobState.QUEUED, step, totalSteps, null, null, null, null);
     }
 
     /** The same snapshot with the start time the job manager recorded (supervisors take their own clock reading). */

@@ -99,16 +99,17 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     private boolean cancelRequested;
     private boolean stopRequested;
 
-    public static Behavior<Command> create(String jobId, TrainingBackend backend, PipelineSettings settings,
-                                           ActorRef<MetricsHub.Command> hub, ActorRef<JobStatus> statusTo,
-                                           PipelineGauges gauges) {
+    /** @param resumeStep the step the run is expected to resume from ({@link TrainingBackend#resumeStep}), shown until restored */
+    public static Behavior<Command> create(String jobId, TrainingBackend backend, long resumeStep,
+                                           PipelineSettings settings, ActorRef<MetricsHub.Command> hub,
+                                           ActorRef<JobStatus> statusTo, PipelineGauges gauges) {
         return Behaviors.setup(context -> Behaviors.withTimers(timers ->
-                new JobSupervisor(context, timers, jobId, backend, settings, hub, statusTo, gauges)));
+                new JobSupervisor(context, timers, jobId, backend, resumeStep, settings, hub, statusTo, gauges)));
     }
 
     private JobSupervisor(ActorContext<Command> context, TimerScheduler<Command> timers, String jobId,
-                          TrainingBackend backend, PipelineSettings settings, ActorRef<MetricsHub.Command> hub,
-                          ActorRef<JobStatus> statusTo, PipelineGauges gauges) {
+                          TrainingBackend backend, long resumeStep, PipelineSettings settings,
+                          ActorRef<MetricsHub.Command> hub, ActorRef<JobStatus> statusTo, PipelineGauges gauges) {
         super(context);
         this.timers = timers;
         this.jobId = jobId;
@@ -118,7 +119,7 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         this.hub = hub;
         this.statusTo = statusTo;
         this.gauges = gauges;
-        this.status = JobStatus.starting(jobId, plan.totalSteps(), Instant.now());
+        this.status = JobStatus.starting(jobId, resumeStep, plan.totalSteps(), Instant.now());
         statusTo.tell(status);
         model = context.spawn(Model.create(backend, settings.pullTimeout(), gauges), "model",
                 DispatcherSelector.fromConfig(COMPUTE_DISPATCHER));

@@ -173,8 +173,10 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
             });
             case GET_JOB -> jobs.get(id).thenApply(handle -> new Reply(Responses.json(HttpResponseStatus.OK,
                     handleJson(handle.orElseThrow(() -> ApiException.notFound("no job " + id))))));
-            case CANCEL_JOB -> jobs.cancel(id).thenApply(status ->
-                    new Reply(Responses.json(HttpResponseStatus.ACCEPTED, statusJson(status))));
+            case CANCEL_JOB -> purge(request) ? jobs.purge(id).thenApply(status -> new Reply(Responses.json(
+                    HttpResponseStatus.OK, purgedJson(id, status.orElse(null)))))
+                    : jobs.cancel(id).thenApply(status ->
+                            new Reply(Responses.json(HttpResponseStatus.ACCEPTED, statusJson(status))));
             case RESUME_JOB -> jobs.resume(id).thenApply(status ->
                     new Reply(Responses.json(HttpResponseStatus.ACCEPTED, statusJson(status))));
             case JOB_EVENTS -> {
@@ -310,6 +312,30 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
             return status == null || status.state().isResumable() && !JobOutOfMemory.describes(status.error());
         }).toList());
         return new Reply(Responses.json(HttpResponseStatus.OK, body));
+    }
+
+    /** {@code ?purge=true} (remove the ended job's files) or {@code false}/absent (cancel); anything else is a 400. */
+    private static boolean purge(Request request) {
+        List<String> purge = request.uri().parameters().get("purge");
+        if (purge == null || purge.isEmpty()) {
+            return false;
+        }
+        return switch (purge.getFirst()) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw ApiException.badRequest("must be true or false, got '"
+                    + (purge.getFirst().length() > 80 ? purge.getFirst().substring(0, 80) + "…" : purge.getFirst())
+                    + "'", "purge");
+        };
+    }
+
+    /** The answer to a purge: the job's id and its last status (null when only its files were left). */
+    private static Map<String, Object> purgedJson(String id, JobStatus last) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("id", id);
+        body.put("purged", true);
+        body.put("last_status", last == null ? null : statusJson(last));
+        return body;
     }
 
     /** A job's status and the speed of its last step ({@code last_tokens_per_s}, null before the first). */

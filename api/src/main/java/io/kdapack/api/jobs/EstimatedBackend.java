@@ -16,6 +16,11 @@ record EstimatedBackend(TrainingBackend backend, MemoryEstimate memoryEstimate) 
     }
 
     @Override
+    public long resumeStep() throws java.io.IOException {
+        return backend.resumeStep();
+    }
+
+    @Override
     public SampleSource samples() {
         return backend.samples();
     }

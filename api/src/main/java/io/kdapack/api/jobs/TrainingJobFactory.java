@@ -21,7 +21,9 @@ import io.kdapack.training.pipeline.TrainingBackend;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,6 +41,7 @@ import java.util.stream.Stream;
  * checkpoints/   step-NNNNNNNN as kdapack train writes them (train.checkpoint.dir is ignored for server jobs)
  * events.jsonl   every step event of every run, and each run's end event (EventJournal)
  * </pre>
+ * {@code DELETE /v1/jobs/<id>?purge=true} removes the whole directory ({@link #purge}).
  *
  * <p>{@code train.data.prefix}, and every {@code train.data.blend[i].prefix}, resolves inside the data root
  * ({@link DataRoot#dataset}: no {@code ..} or symlink escapes, by the real path of the {@code .idx} and {@code .bin}
@@ -49,6 +52,7 @@ public final class TrainingJobFactory implements JobFactory {
     static final String JOB_FILE = "job.json";
     static final String CHECKPOINTS = "checkpoints";
     static final String EVENTS = "events.jsonl";
+    private static final String PURGED_PREFIX = ".purged-";
     private static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String PREFIX_KEY = "train.data.prefix";
@@ -62,6 +66,7 @@ public final class TrainingJobFactory implements JobFactory {
         this.dataRoot = dataRoot;
         this.jobsDir = Files.createDirectories(jobsDir).toAbsolutePath().normalize();
         this.models = models;
+        removePurgeLeftovers();
     }
 
     @Override
@@ -127,6 +132,9 @@ public final class TrainingJobFactory implements JobFactory {
         try (Stream<Path> dirs = Files.list(jobsDir)) {
             for (Path dir : dirs.sorted().toList()) {
                 Path file = dir.resolve(JOB_FILE);
+                if (!JOB_ID.matcher(dir.getFileName().toString()).matches()) {
+                    continue; // a purge in progress, or not a job
+                }
                 if (!Files.isRegularFile(file)) {
                     continue;
                 }
@@ -156,11 +164,47 @@ public final class TrainingJobFactory implements JobFactory {
     /** Removes the directory of a job that {@link #create} made but the server did not accept. */
     @Override
     public void discard(String jobId) throws IOException {
+        purge(jobId);
+    }
+
+    /**
+     * Removes {@code jobsDir/<id>/}: renamed first to a hidden {@code .purged-<id>-…} directory beside it (atomic, so
+     * the job disappears whole and a crash mid-delete leaves no half job; the leftovers go at the next start), then
+     * deleted. Confined to the jobs directory: the id is one path segment without dots, and nothing is followed
+     * through a link (a link inside the directory is removed, not what it points to; a job directory that is itself a
+     * link is refused).
+     */
+    @Override
+    public boolean purge(String jobId) throws IOException {
         Path dir = jobDir(jobId);
-        if (Files.isDirectory(dir)) {
-            try (Stream<Path> files = Files.walk(dir)) {
-                for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                    Files.delete(file);
+        if (Files.isSymbolicLink(dir)) {
+            throw new IllegalArgumentException("job " + jobId + ": " + dir + " is a symbolic link, not a job directory "
+                    + "the server made; not purged");
+        }
+        if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            return false;
+        }
+        Path doomed = jobsDir.resolve(PURGED_PREFIX + jobId + "-" + java.util.UUID.randomUUID());
+        Files.move(dir, doomed, StandardCopyOption.ATOMIC_MOVE);
+        deleteRecursively(doomed);
+        return true;
+    }
+
+    /** Deletes {@code dir} and what is under it, links as links (Files.walk does not follow them). */
+    private static void deleteRecursively(Path dir) throws IOException {
+        try (Stream<Path> files = Files.walk(dir)) {
+            for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(file);
+            }
+        }
+    }
+
+    /** Removes what purges interrupted by a crash left behind. */
+    private void removePurgeLeftovers() throws IOException {
+        try (Stream<Path> entries = Files.list(jobsDir)) {
+            for (Path left : entries.filter(p -> p.getFileName().toString().startsWith(PURGED_PREFIX)).toList()) {
+                if (!Files.isSymbolicLink(left)) {
+                    deleteRecursively(left);
                 }
             }
         }

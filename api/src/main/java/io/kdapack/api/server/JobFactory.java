@@ -42,6 +42,16 @@ public interface JobFactory {
         return 1;
     }
 
+    /**
+     * Removes every file of job {@code jobId} (its directory under the factory's jobs directory, nothing outside it);
+     * the server calls it only for a job that is not running. Nothing by default.
+     *
+     * @return whether the job had files to remove
+     */
+    default boolean purge(String jobId) throws Exception {
+        return false;
+    }
+
     /** Forgets a job that {@link #create} built but the server refused (its files, if any); nothing by default. */
     default void discard(String jobId) throws Exception {
     }

@@ -113,6 +113,35 @@ public final class JobService {
     }
 
     /**
+     * Removes a job that is not running: the manager forgets its status and history, then the factory deletes its
+     * files (on the blocking executor). 409 while it runs or waits, 404 when neither the manager nor the disk knows it.
+     *
+     * @return the job's last status, or empty when only its files were left (from an earlier server)
+     */
+    public CompletionStage<Optional<JobStatus>> purge(String id) {
+        return this.<StatusReply<Optional<JobStatus>>>ask(replyTo -> new JobManager.Purge(id, replyTo))
+                .thenApplyAsync(reply -> {
+                    if (reply.isError()) {
+                        throw startError(reply.getError());
+                    }
+                    boolean hadFiles;
+                    try {
+                        hadFiles = factory.purge(id);
+                    } catch (IllegalArgumentException e) {
+                        throw ApiException.conflict(e.getMessage());
+                    } catch (Exception e) {
+                        throw new CompletionException(e);
+                    } finally {
+                        manager.tell(new JobManager.PurgeDone(id));
+                    }
+                    if (!hadFiles && reply.getValue().isEmpty()) {
+                        throw ApiException.notFound("no job " + id);
+                    }
+                    return reply.getValue();
+                }, blocking);
+    }
+
+    /**
      * The loss of {@code batch} under job {@code id}'s current weights: 404 unknown job, 409 not running (or
      * stopped while the evaluation waited for its step), 503 too many evaluations waiting or no answer in time.
      */

@@ -320,6 +320,8 @@ class KdapackServerTest {
         HttpResponse<String> resumed = send(request("/v1/jobs/" + id + "/resume")
                 .POST(HttpRequest.BodyPublishers.noBody()).build());
         assertEquals(202, resumed.statusCode(), resumed.body());
+        // The 202 shows the step the run resumes from, before the model stage has restored it.
+        assertEquals(4, StrictJson.MAPPER.readTree(resumed.body()).get("step").asInt(), resumed.body());
         factory.gate.release(4);
         HttpResponse<Stream<String>> events = client.send(request("/v1/jobs/" + id + "/events").build(),
                 HttpResponse.BodyHandlers.ofLines());

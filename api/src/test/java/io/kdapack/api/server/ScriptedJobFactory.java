@@ -74,6 +74,11 @@ public final class ScriptedJobFactory implements JobFactory {
             }
 
             @Override
+            public long resumeStep() {
+                return saved.isEmpty() ? 0 : saved.getLast();
+            }
+
+            @Override
             public SampleSource samples() {
                 return index -> {
                     if (gated) {

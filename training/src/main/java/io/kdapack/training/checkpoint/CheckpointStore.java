@@ -12,16 +12,20 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -50,6 +54,14 @@ public final class CheckpointStore {
     private static final String TEMP_PREFIX = ".tmp-";
     private static final Pattern STEP_DIR = Pattern.compile("step-(\\d{8,})");
     private static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Checkpoint files are 0600 and their directories 0700 (a model's weights are its owner's); on a file system
+     * without POSIX permissions (Windows, FAT) they get that file system's defaults (on NTFS, the parent's ACL).
+     * {@code latest} is written by {@link SafeTensors#writeAtomically}, whose temporary file is 0600 on POSIX.
+     */
+    private static final boolean POSIX = FileSystems.getDefault().supportedFileAttributeViews().contains("posix");
+    private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
+    private static final Set<PosixFilePermission> OWNER_ONLY_DIRECTORY = PosixFilePermissions.fromString("rwx------");
 
     /** Test seam: called after each stage of a save ("model.safetensors", …, "renamed"); may throw to simulate a crash. */
     interface SaveListener {
@@ -93,7 +105,11 @@ public final class CheckpointStore {
         Path temp = root.resolve(TEMP_PREFIX + name + "-" + UUID.randomUUID());
         Path target = root.resolve(name);
         try {
-            Files.createDirectory(temp);
+            if (POSIX) {
+                Files.createDirectory(temp, PosixFilePermissions.asFileAttribute(OWNER_ONLY_DIRECTORY));
+            } else {
+                Files.createDirectory(temp);
+            }
             writeSynced(temp.resolve(MODEL_FILE), modelFile(checkpoint).toBytes());
             listener.reached(MODEL_FILE);
             writeSynced(temp.resolve(OPTIMIZER_FILE), optimizerFile(checkpoint).toBytes());
@@ -146,15 +162,21 @@ public final class CheckpointStore {
         return dir.isEmpty() ? Optional.empty() : Optional.of(load(dir.get()));
     }
 
-    /** Deletes all but the newest {@code keep} complete checkpoints. */
+    /**
+     * Deletes all but the newest {@code keep} complete checkpoints. Each is first renamed to a temporary directory
+     * (atomic), so a crash while deleting leaves it invisible, and the next save removes what is left of it.
+     */
     public void prune(int keep) throws IOException {
         if (keep < 1) {
             throw new IllegalArgumentException("keep must be >= 1, got " + keep);
         }
         List<Path> all = checkpoints();
         for (int i = 0; i < all.size() - keep; i++) {
-            deleteRecursively(all.get(i));
+            Path doomed = root.resolve(TEMP_PREFIX + "pruned-" + all.get(i).getFileName() + "-" + UUID.randomUUID());
+            Files.move(all.get(i), doomed, StandardCopyOption.ATOMIC_MOVE);
+            deleteRecursively(doomed);
         }
+        syncDirectory(root);
     }
 
     /** Reads the checkpoint in {@code dir}; a missing or inconsistent file is an error naming it. */
@@ -267,8 +289,11 @@ public final class CheckpointStore {
         }
     }
 
+    /** Writes a new file readable and writable by its owner only (0600) where the file system has POSIX permissions. */
     private static void writeSynced(Path file, byte[] bytes) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+        Set<StandardOpenOption> options = Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        try (FileChannel ch = POSIX ? FileChannel.open(file, options, PosixFilePermissions.asFileAttribute(OWNER_ONLY))
+                : FileChannel.open(file, options)) {
             ByteBuffer b = ByteBuffer.wrap(bytes);
             while (b.hasRemaining()) {
                 ch.write(b);

@@ -13,6 +13,7 @@ import io.kdapack.training.pipeline.StepCompute;
 import io.kdapack.training.pipeline.TrainingBackend;
 import io.kdapack.training.pipeline.TrainingPlan;
 import io.kdapack.training.TrainingCorpora;
+import io.kdapack.training.checkpoint.CheckpointStore;
 import java.io.IOException;
 import java.nio.file.Path;
 
@@ -56,6 +57,11 @@ public final class TrainerBackend implements TrainingBackend {
         TrainConfig train = config.train();
         int interval = train.checkpoint().interval();
         return new TrainingPlan(train.steps(), train.numMicrobatches(), interval > 0 ? interval : train.steps());
+    }
+
+    @Override
+    public long resumeStep() throws IOException {
+        return new CheckpointStore(checkpointDir).latest().map(CheckpointStore::stepOf).orElse(0L);
     }
 
     @Override

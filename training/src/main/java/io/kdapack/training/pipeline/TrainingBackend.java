@@ -17,6 +17,15 @@ public interface TrainingBackend {
     /** Model stage: created lazily so that a GPU context can be created on the compute thread itself. */
     StepCompute createCompute() throws Exception;
 
+    /**
+     * The step a new run will resume from: that of the newest complete checkpoint, which the model stage's
+     * {@code restoreLatestCheckpoint()} restores; 0 (the default) for a fresh run. Shown in a job's status before the
+     * model stage has restored it.
+     */
+    default long resumeStep() throws java.io.IOException {
+        return 0;
+    }
+
     /** The run's expected peak heap, for the job manager's admission control; unknown by default. */
     default MemoryEstimate memoryEstimate() {
         return MemoryEstimate.UNKNOWN;

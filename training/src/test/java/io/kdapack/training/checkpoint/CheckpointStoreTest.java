@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kdapack.core.optim.AdamW;
 import io.kdapack.core.optim.AdamWOptions;
@@ -11,6 +12,7 @@ import io.kdapack.core.optim.NamedParameter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -142,6 +144,30 @@ class CheckpointStoreTest {
         }
         store.prune(2);
         assertEquals(List.of(root.resolve("step-00000003"), root.resolve("step-00000004")), store.checkpoints());
+    }
+
+    /** Pruning renames before it deletes: nothing of a pruned checkpoint, temporary or not, is left behind. */
+    @Test
+    void pruneLeavesNoTemporaryDirectories(@TempDir Path root) throws Exception {
+        CheckpointStore store = new CheckpointStore(root);
+        for (long step = 1; step <= 3; step++) {
+            store.save(checkpointAt(step));
+        }
+        store.prune(1);
+        assertEquals(List.of("latest", "step-00000003"), entries(root));
+        assertEquals("step-00000003", Files.readString(root.resolve("latest")).strip());
+    }
+
+    /** Every file of a checkpoint, and {@code latest}, is 0600 and the checkpoint's directory 0700 (POSIX only). */
+    @Test
+    void checkpointFilesAreReadableByTheirOwnerOnly(@TempDir Path root) throws Exception {
+        assumeTrue(root.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions here");
+        Path dir = new CheckpointStore(root).save(checkpointAt(1));
+        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir)));
+        for (String file : List.of(CheckpointStore.MODEL_FILE, CheckpointStore.OPTIMIZER_FILE, CheckpointStore.STATE_FILE)) {
+            assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve(file))), file);
+        }
+        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(root.resolve("latest"))));
     }
 
     /** A failure after any of the three files leaves the previous checkpoint latest and nothing behind (PIT). */
