@@ -2,7 +2,6 @@ package io.kdapack.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -170,7 +169,7 @@ class TrainCommandTest {
      * {@code kdapack train} runs the hybrid model with the isolation asked for, in that polarity. Two runs train on the
      * same data; their held-out sets hold the same recall documents, each after a filler document (keys only, no
      * answers) that differs between the two. With isolation the answers cannot see the filler: the held-out answer loss
-     * is bit-identical. With {@code --no-isolation} each row is one sequence, the answers see the filler before them,
+     * agrees to rounding (1e-6). With {@code --no-isolation} each row is one sequence, the answers see the filler before them,
      * and the loss differs. A model built with the flag inverted fails both.
      */
     @Test
@@ -193,10 +192,16 @@ class TrainCommandTest {
                 assertTrue(eval.get("heldout_answers").asLong() > 20, eval.toString());
                 answerLoss[variant] = eval.get("heldout_answer_loss").asDouble();
             }
+            // KDA's chunks run over the packed axis, so a document's rounding depends on where it starts: with isolation
+            // the two losses agree to float rounding (the op's packed-vs-alone bound, 1e-6), not bit for bit. Without
+            // it the filler's keys reach the answers, which moves the loss by far more than that.
+            double relativeDifference = Math.abs(answerLoss[0] - answerLoss[1]) / Math.abs(answerLoss[0]);
             if (isolation) {
-                assertEquals(answerLoss[0], answerLoss[1], "isolation: the fillers cannot reach the answers");
+                assertTrue(relativeDifference <= 1e-6, "isolation: the fillers cannot reach the answers, relative "
+                        + "difference " + relativeDifference);
             } else {
-                assertNotEquals(answerLoss[0], answerLoss[1], "no isolation: the answers see the filler before them");
+                assertTrue(relativeDifference > 1e-4, "no isolation: the answers see the filler before them, relative "
+                        + "difference " + relativeDifference);
             }
         }
     }
