@@ -166,8 +166,10 @@ public final class VectorWidthProbe {
     /** Products with dimensions of 1, 7 and 207 and k past one packed block, transposed or not, serial and parallel. */
     private void gemm(String name, long seed) {
         Random rnd = new Random(seed);
-        // 207×7×207 and 70×40×100 take the parallel path, 7×33×300 two packed k blocks, the rest the small-product path.
-        int[][] shapes = {{207, 7, 207}, {70, 40, 100}, {7, 33, 300}, {7, 207, 1}, {1, 7, 207}, {207, 1, 7}, {7, 7, 7}};
+        // 207×7×207, 70×40×100 and 65×63×513 take the parallel path (the last with edges of every register tile and
+        // three packed k blocks), 7×33×300 two packed k blocks, the rest the small-product path.
+        int[][] shapes = {{207, 7, 207}, {70, 40, 100}, {65, 63, 513}, {7, 33, 300}, {7, 207, 1}, {1, 7, 207},
+            {207, 1, 7}, {7, 7, 7}};
         ForkJoinPool pool = ForkJoinTask.getPool(); // the probe's pool of two workers
         for (int[] s : shapes) {
             int m = s[0];
