@@ -82,6 +82,7 @@ public final class VectorWidthProbe {
         conv("conv.d7", 5, 7, new int[] {70, 0, 3});
         gemm("gemm", 6);
         expKernels("exp", 7);
+        crossEntropy("crossEntropy", 8);
         model("model", 8);
     }
 
@@ -189,6 +190,26 @@ public final class VectorWidthProbe {
                 put(id, c);
                 put(id + ".parallel", parallel);
             }
+        }
+    }
+
+    /** Cross-entropy forward and backward with vocabularies of 7 (all tail), 37 and 1007 (16-blocks and a tail). */
+    private void crossEntropy(String name, long seed) {
+        Random rnd = new Random(seed);
+        for (int vocab : new int[] {7, 37, 1007}) {
+            int tokens = 5;
+            float[] logits = normal(rnd, tokens * vocab);
+            int[] labels = new int[tokens];
+            double[] weights = new double[tokens];
+            for (int t = 0; t < tokens; t++) {
+                labels[t] = rnd.nextInt(vocab);
+                weights[t] = t == 2 ? 0 : rnd.nextDouble();
+            }
+            io.kdapack.core.loss.CrossEntropy.Result r = io.kdapack.core.loss.CrossEntropy.forward(logits, labels, vocab);
+            float[] grad = new float[logits.length];
+            io.kdapack.core.loss.CrossEntropy.backward(logits, labels, vocab, r.logSumExp(), weights, grad);
+            put(name + "." + vocab + ".loss", r.loss());
+            put(name + "." + vocab + ".grad", grad);
         }
     }
 
