@@ -168,8 +168,8 @@ public final class VectorWidthProbe {
     private void gemm(String name, long seed) {
         Random rnd = new Random(seed);
         // 207×7×207, 70×40×100 and 65×63×513 take the parallel path (the last with edges of every register tile and
-        // three packed k blocks), 7×33×300 two packed k blocks, the rest the small-product path.
-        int[][] shapes = {{207, 7, 207}, {70, 40, 100}, {65, 63, 513}, {7, 33, 300}, {7, 207, 1}, {1, 7, 207},
+        // three packed k blocks; 9×1031×40 two column blocks), 7×33×300 two packed k blocks, the rest the small-product path.
+        int[][] shapes = {{207, 7, 207}, {70, 40, 100}, {65, 63, 513}, {9, 1031, 40}, {7, 33, 300}, {7, 207, 1}, {1, 7, 207},
             {207, 1, 7}, {7, 7, 7}};
         ForkJoinPool pool = ForkJoinTask.getPool(); // the probe's pool of two workers
         for (int[] s : shapes) {

@@ -33,6 +33,8 @@ public final class Gemm {
     static final int KC = 256;
     /** Rows of a packed block of A ({@code MC × KC} floats stay in L2); a multiple of both tile heights. */
     static final int MC = 96;
+    /** Columns of a block of packed B ({@code KC × NC} floats, 1 MiB: the L2 of a current core). */
+    static final int NC = 1024;
     /** Below this many multiply-adds the packing costs more than it saves. */
     private static final long SMALL = 8 * 1024;
 
@@ -172,30 +174,37 @@ public final class Gemm {
             }
         }
 
-        /** {@code C[from..to) += alpha · op(A)[from..to) · op(B)}, k block by k block, in that order. */
+        /**
+         * {@code C[from..to) += alpha · op(A)[from..to) · op(B)}, k block by k block, in that order for every element.
+         * The columns are taken {@link #NC} at a time, so that the packed B of one k block and column block stays in
+         * L2 while every row block of A streams past it.
+         */
         void multiply(int from, int to, float[] packedB) {
             float[] packedA = PACKED_A.get();
             float[] edge = EDGE.get();
             int paddedN = panels() * NR;
-            for (int pc = 0; pc < k; pc += KC) {
-                int kc = Math.min(KC, k - pc);
-                for (int ic = from; ic < to; ic += MC) {
-                    int mc = Math.min(MC, to - ic);
-                    packA(ic, mc, pc, kc, packedA);
-                    for (int jr = 0; jr < n; jr += NR) {
-                        int cols = Math.min(NR, n - jr);
-                        int bPanel = pc * paddedN + jr * kc;
-                        for (int ir = 0; ir < mc; ir += MR) {
-                            int rows = Math.min(MR, mc - ir);
-                            int cIndex = cOffset + (ic + ir) * ldc + jr;
-                            if (rows == MR && cols == NR) {
-                                kernel(kc, packedA, ir * kc, packedB, bPanel, c, cIndex, ldc, false);
-                            } else {
-                                // Edge tile: computed whole into a scratch tile, then only its valid part added.
-                                kernel(kc, packedA, ir * kc, packedB, bPanel, edge, 0, NR, true);
-                                for (int r = 0; r < rows; r++) {
-                                    for (int j = 0; j < cols; j++) {
-                                        c[cIndex + r * ldc + j] += edge[r * NR + j];
+            for (int jc = 0; jc < n; jc += NC) {
+                int jEnd = Math.min(n, jc + NC);
+                for (int pc = 0; pc < k; pc += KC) {
+                    int kc = Math.min(KC, k - pc);
+                    for (int ic = from; ic < to; ic += MC) {
+                        int mc = Math.min(MC, to - ic);
+                        packA(ic, mc, pc, kc, packedA);
+                        for (int jr = jc; jr < jEnd; jr += NR) {
+                            int cols = Math.min(NR, n - jr);
+                            int bPanel = pc * paddedN + jr * kc;
+                            for (int ir = 0; ir < mc; ir += MR) {
+                                int rows = Math.min(MR, mc - ir);
+                                int cIndex = cOffset + (ic + ir) * ldc + jr;
+                                if (rows == MR && cols == NR) {
+                                    kernel(kc, packedA, ir * kc, packedB, bPanel, c, cIndex, ldc, false);
+                                } else {
+                                    // Edge tile: computed whole into a scratch tile, then only its valid part added.
+                                    kernel(kc, packedA, ir * kc, packedB, bPanel, edge, 0, NR, true);
+                                    for (int r = 0; r < rows; r++) {
+                                        for (int j = 0; j < cols; j++) {
+                                            c[cIndex + r * ldc + j] += edge[r * NR + j];
+                                        }
                                     }
                                 }
                             }
@@ -207,27 +216,39 @@ public final class Gemm {
 
         /** Packs {@code alpha · op(A)[ic..ic+mc, pc..pc+kc]} as panels of MR rows, {@code [kc][MR]} each, zero-padded. */
         private void packA(int ic, int mc, int pc, int kc, float[] dst) {
+            if (transA) {
+                packTransposedA(ic, mc, pc, kc, dst);
+                return;
+            }
             for (int ir = 0; ir < mc; ir += MR) {
                 int base = ir * kc;
                 int rows = Math.min(MR, mc - ir);
                 if (rows < MR) {
                     java.util.Arrays.fill(dst, base, base + MR * kc, 0f);
                 }
-                if (transA) {
-                    // op(A) rows are contiguous in storage: MR of them per k step.
-                    int src = aOffset + pc * lda + ic + ir;
+                for (int r = 0; r < rows; r++) {
+                    int src = aOffset + (ic + ir + r) * lda + pc;
                     for (int p = 0; p < kc; p++) {
-                        for (int r = 0; r < rows; r++) {
-                            dst[base + p * MR + r] = alpha * a[src + p * lda + r];
-                        }
+                        dst[base + p * MR + r] = alpha * a[src + p];
                     }
-                } else {
-                    for (int r = 0; r < rows; r++) {
-                        int src = aOffset + (ic + ir + r) * lda + pc;
-                        for (int p = 0; p < kc; p++) {
-                            dst[base + p * MR + r] = alpha * a[src + p];
-                        }
-                    }
+                }
+            }
+        }
+
+        /**
+         * {@link #packA} when A is stored transposed: the {@code mc} values of op(A)'s column {@code p} are contiguous
+         * in storage, so each k step is read as one run and scattered to the panels (rather than a stride of
+         * {@code lda} between the reads of every panel).
+         */
+        private void packTransposedA(int ic, int mc, int pc, int kc, float[] dst) {
+            int padded = (mc + MR - 1) / MR * MR;
+            if (padded > mc) {
+                java.util.Arrays.fill(dst, (padded - MR) * kc, padded * kc, 0f);
+            }
+            for (int p = 0; p < kc; p++) {
+                int src = aOffset + (pc + p) * lda + ic;
+                for (int i = 0; i < mc; i++) {
+                    dst[(i / MR) * MR * kc + p * MR + i % MR] = alpha * a[src + i];
                 }
             }
         }
