@@ -105,7 +105,8 @@ public final class CrossEntropy {
      * @param vocab        {@code V}
      * @param logSumExp    {@code [T]} from {@link Result#logSumExp()}
      * @param tokenWeights {@code [T]} the loss weight of each token (mask × reduction scale, see {@link LossScaling})
-     * @param gradLogits   {@code [T,V]} output, overwritten
+     * @param gradLogits   {@code [T,V]} output, overwritten; may be {@code logits} itself (the gradient then replaces
+     *                     the logits in place, each row read before it is written)
      */
     public static void backward(float[] logits, int[] labels, int vocab, double[] logSumExp, double[] tokenWeights,
                                 float[] gradLogits) {
@@ -128,6 +129,8 @@ public final class CrossEntropy {
                 continue;
             }
             double lse = logSumExp[t];
+            int target = row + labels[t];
+            float targetLogit = logits[target]; // read before the row is overwritten when gradLogits is logits
             float max = max(logits, row, vocab);
             float factor = (float) (weight * Math.exp(max - lse));
             int v = 0;
@@ -138,8 +141,7 @@ public final class CrossEntropy {
             for (; v < vocab; v++) {
                 gradLogits[row + v] = ExpKernels.exp(logits[row + v] - max) * factor;
             }
-            int target = row + labels[t];
-            gradLogits[target] = (float) (weight * (Math.exp(logits[target] - lse) - 1.0));
+            gradLogits[target] = (float) (weight * (Math.exp(targetLogit - lse) - 1.0));
         }
     }
 

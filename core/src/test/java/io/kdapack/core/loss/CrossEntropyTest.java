@@ -58,6 +58,26 @@ class CrossEntropyTest {
         }
     }
 
+    /** The gradient written over the logits themselves is bitwise the one written to a separate buffer. */
+    @Test
+    void backwardInPlaceEqualsBackwardIntoAnotherBuffer() {
+        Random random = new Random(12);
+        int tokens = 4;
+        int vocab = 53;
+        float[] logits = new float[tokens * vocab];
+        for (int i = 0; i < logits.length; i++) {
+            logits[i] = (float) random.nextGaussian();
+        }
+        int[] labels = {3, 0, 52, 17};
+        double[] weights = {1, 0, 0.5, 2};
+        CrossEntropy.Result r = CrossEntropy.forward(logits, labels, vocab);
+        float[] separate = new float[logits.length];
+        CrossEntropy.backward(logits, labels, vocab, r.logSumExp(), weights, separate);
+        float[] inPlace = logits.clone();
+        CrossEntropy.backward(inPlace, labels, vocab, r.logSumExp(), weights, inPlace);
+        assertArrayEquals(separate, inPlace);
+    }
+
     @Test
     void largeLogitsStayFinite() {
         // exp(1e4) overflows in any precision; the max shift keeps the sum in range.
