@@ -83,38 +83,46 @@ public final class Gemm {
             for (int unit = 0; unit < op.packUnits(); unit++) {
                 op.packB(unit, packedB);
             }
-            op.multiply(0, m, packedB);
+            op.multiply(0, m, 0, n, packedB);
         } finally {
             PACKED_B.give(packedB);
         }
     }
 
     /**
-     * The same product with the rows of C split over {@code pool}; bitwise equal to {@link #sgemm}. B is packed
-     * once, in parallel, and shared by all row blocks.
+     * The same product with C split over {@code pool} in blocks of rows and of columns; bitwise equal to
+     * {@link #sgemm} (a split never changes the order of an element's sum). B is packed once, in parallel, and shared.
      */
     public static void parallelSgemm(ForkJoinPool pool, boolean transA, boolean transB, int m, int n, int k, float alpha,
                                      float[] a, int aOffset, int lda, float[] b, int bOffset, int ldb,
                                      float beta, float[] c, int cOffset, int ldc) {
         int workers = pool.getParallelism();
-        if (workers <= 1 || (long) m * n * k < 64L * 64 * 64 || m < 2 * MR || alpha == 0f) {
+        if (workers <= 1 || (long) m * n * k < 64L * 64 * 64 || alpha == 0f) {
             sgemm(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset, ldc);
             return;
         }
         checkArguments(transA, transB, m, n, k, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
         Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
-        int blocks = Math.min(m / MR, workers * 4);
-        int rowsPerBlock = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;
-        int count = (m + rowsPerBlock - 1) / rowsPerBlock;
+        // About 4 tasks a worker: row blocks of at least MC rows where m allows, the rest of the split over columns,
+        // so that a product with few rows (a weight gradient) does not have every task stream all of B.
+        int tasks = workers * 4;
+        int rowBlocks = Math.max(1, Math.min(tasks, Math.min(m / MR, (m + MC - 1) / MC)));
+        int rowsPerBlock = ((m + rowBlocks - 1) / rowBlocks + MR - 1) / MR * MR;
+        int rowCount = (m + rowsPerBlock - 1) / rowsPerBlock;
+        int colBlocks = Math.min(op.panels(), (tasks + rowCount - 1) / rowCount);
+        int colsPerBlock = (op.panels() + colBlocks - 1) / colBlocks * NR;
+        int colCount = (n + colsPerBlock - 1) / colsPerBlock;
         float[] packedB = PACKED_B.take(op.packedBSize());
         try {
             pool.submit(() -> {
                 IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, packedB));
-                IntStream.range(0, count).parallel().forEach(block -> {
-                    int from = block * rowsPerBlock;
+                IntStream.range(0, rowCount * colCount).parallel().forEach(task -> {
+                    int from = task / colCount * rowsPerBlock;
                     int to = Math.min(m, from + rowsPerBlock);
-                    scale(from, to, n, beta, c, cOffset, ldc);
-                    op.multiply(from, to, packedB);
+                    int colFrom = task % colCount * colsPerBlock;
+                    int colTo = Math.min(n, colFrom + colsPerBlock);
+                    scale(from, to, colTo - colFrom, beta, c, cOffset + colFrom, ldc);
+                    op.multiply(from, to, colFrom, colTo, packedB);
                 });
             }).join();
         } finally {
@@ -175,16 +183,17 @@ public final class Gemm {
         }
 
         /**
-         * {@code C[from..to) += alpha · op(A)[from..to) · op(B)}, k block by k block, in that order for every element.
+         * {@code C[from..to, colFrom..colTo) += alpha · op(A)[from..to) · op(B)[.., colFrom..colTo)}, k block by k
+         * block, in that order for every element; {@code colFrom} is a multiple of {@link #NR}.
          * The columns are taken {@link #NC} at a time, so that the packed B of one k block and column block stays in
          * L2 while every row block of A streams past it.
          */
-        void multiply(int from, int to, float[] packedB) {
+        void multiply(int from, int to, int colFrom, int colTo, float[] packedB) {
             float[] packedA = PACKED_A.get();
             float[] edge = EDGE.get();
             int paddedN = panels() * NR;
-            for (int jc = 0; jc < n; jc += NC) {
-                int jEnd = Math.min(n, jc + NC);
+            for (int jc = colFrom; jc < colTo; jc += NC) {
+                int jEnd = Math.min(colTo, jc + NC);
                 for (int pc = 0; pc < k; pc += KC) {
                     int kc = Math.min(KC, k - pc);
                     for (int ic = from; ic < to; ic += MC) {
