@@ -116,6 +116,7 @@ public final class KdaBenchmark {
         out.put("flops_fwd_bwd", flops);
         out.put("gflops", flops / fwdBwdPacked * 1e-9);
         out.put("matmul_gflops", matmulGflops);
+        out.putAll(BlasComparison.measure(c.threads()));
         return out;
     }
 

@@ -2,6 +2,7 @@ package io.kdapack.bench;
 
 import io.kdapack.bench.InterleavedTiming;
 import io.kdapack.core.kda.KdaChunked;
+import io.kdapack.core.model.BatchLayout;
 import io.kdapack.core.model.HybridModel;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
@@ -17,7 +18,8 @@ import java.util.concurrent.ForkJoinPool;
  * of one packed micro-batch of random documents, with 1 thread and with {@code threads}, and the same step without
  * document isolation (its cost should be the same: isolation only moves where states restart). Each figure is the
  * median of several runs after warm-up runs, all in one process, the four measurements taking turns run by run
- * ({@link InterleavedTiming}).
+ * ({@link InterleavedTiming}), with the machine's matrix-product ceiling ({@link MatmulProbe}) as a fifth: the step's
+ * useful flops ({@link ModelFlops}) over its time give {@code model_gflops}, and over the probe's rate {@code mfu}.
  */
 public final class ModelBenchmark {
 
@@ -26,9 +28,10 @@ public final class ModelBenchmark {
      * @param rows          B
      * @param length        L
      * @param meanDocLength documents have lengths uniform in {@code [1, 2·mean − 1]}, cut at the row end
+     * @param blas          also time numpy's BLAS beside kdapack's product ({@link BlasComparison})
      */
     public record Config(ModelConfig model, int rows, int length, int meanDocLength, int threads, int warmUp,
-                         int repeats) {
+                         int repeats, boolean blas) {
         public Config {
             if (rows < 1 || length < 1 || meanDocLength < 1 || threads < 1 || warmUp < 0 || repeats < 1) {
                 throw new IllegalArgumentException("rows, length, mean document length, threads and repeats must be "
@@ -56,12 +59,14 @@ public final class ModelBenchmark {
         out.put("documents", batch.segmentCount());
         out.put("threads", c.threads());
 
+        double flops = ModelFlops.trainingStep(c.model(), probe.parameters(), BatchLayout.of(batch, true));
+
         Step one = new Step(c, batch, weights, 1, true);
         Step many = new Step(c, batch, weights, c.threads(), true);
         Step leaky = new Step(c, batch, weights, c.threads(), false);
-        try {
+        try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
             double[] t = InterleavedTiming.medians(c.warmUp(), c.repeats(), many::forward, many::step, one::step,
-                    leaky::step);
+                    leaky::step, matmul::run);
             out.put("forward_ms", t[0] * 1e3);
             out.put("forward_backward_ms", t[1] * 1e3);
             out.put("tokens_per_s", tokens / t[1]);
@@ -69,10 +74,18 @@ public final class ModelBenchmark {
             out.put("thread_speedup", t[2] / t[1]);
             out.put("no_isolation_forward_backward_ms", t[3] * 1e3);
             out.put("isolation_cost_ratio", t[1] / t[3]);
+            double matmulGflops = matmul.flops() / t[4] * 1e-9;
+            out.put("flops_per_step", flops);
+            out.put("model_gflops", flops / t[1] * 1e-9);
+            out.put("matmul_gflops", matmulGflops);
+            out.put("mfu", flops / t[1] * 1e-9 / matmulGflops);
         } finally {
             one.close();
             many.close();
             leaky.close();
+        }
+        if (c.blas()) {
+            out.putAll(BlasComparison.measure(c.threads()));
         }
         return out;
     }

@@ -25,7 +25,7 @@ class ModelBenchCommandTest {
         try {
             System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
             code = Main.commandLine().execute("bench", "model", "--config", config.toString(), "--rows", "2", "--length", "24", "--mean-doc", "6",
-                    "--threads", "2", "--warmup", "0", "--repeats", "1");
+                    "--threads", "2", "--warmup", "0", "--repeats", "1", "--no-blas");
         } finally {
             System.setOut(stdout);
         }
@@ -36,5 +36,10 @@ class ModelBenchCommandTest {
         assertTrue(json.get("documents").asInt() >= 4, json.toString());
         double tokensPerSecond = json.get("tokens_per_s").asDouble();
         assertEquals(48 / (json.get("forward_backward_ms").asDouble() / 1e3), tokensPerSecond, 1e-6 * tokensPerSecond);
+        double modelGflops = json.get("model_gflops").asDouble();
+        assertEquals(json.get("flops_per_step").asDouble() / (json.get("forward_backward_ms").asDouble() / 1e3) * 1e-9,
+                modelGflops, 1e-6 * modelGflops);
+        assertEquals(modelGflops / json.get("matmul_gflops").asDouble(), json.get("mfu").asDouble(), 1e-9);
+        assertTrue(json.get("blas") == null, "--no-blas runs no BLAS: " + json);
     }
 }

@@ -82,6 +82,7 @@ public final class VectorWidthProbe {
         conv("conv.d7", 5, 7, new int[] {70, 0, 3});
         gemm("gemm", 6);
         expKernels("exp", 7);
+        crossEntropy("crossEntropy", 8);
         model("model", 8);
     }
 
@@ -166,8 +167,10 @@ public final class VectorWidthProbe {
     /** Products with dimensions of 1, 7 and 207 and k past one packed block, transposed or not, serial and parallel. */
     private void gemm(String name, long seed) {
         Random rnd = new Random(seed);
-        // 207×7×207 and 70×40×100 take the parallel path, 7×33×300 two packed k blocks, the rest the small-product path.
-        int[][] shapes = {{207, 7, 207}, {70, 40, 100}, {7, 33, 300}, {7, 207, 1}, {1, 7, 207}, {207, 1, 7}, {7, 7, 7}};
+        // 207×7×207, 70×40×100 and 65×63×513 take the parallel path (the last with edges of every register tile and
+        // three packed k blocks; 9×1031×40 two column blocks), 7×33×300 two packed k blocks, the rest the small-product path.
+        int[][] shapes = {{207, 7, 207}, {70, 40, 100}, {65, 63, 513}, {9, 1031, 40}, {7, 33, 300}, {7, 207, 1}, {1, 7, 207},
+            {207, 1, 7}, {7, 7, 7}};
         ForkJoinPool pool = ForkJoinTask.getPool(); // the probe's pool of two workers
         for (int[] s : shapes) {
             int m = s[0];
@@ -187,6 +190,26 @@ public final class VectorWidthProbe {
                 put(id, c);
                 put(id + ".parallel", parallel);
             }
+        }
+    }
+
+    /** Cross-entropy forward and backward with vocabularies of 7 (all tail), 37 and 1007 (16-blocks and a tail). */
+    private void crossEntropy(String name, long seed) {
+        Random rnd = new Random(seed);
+        for (int vocab : new int[] {7, 37, 1007}) {
+            int tokens = 5;
+            float[] logits = normal(rnd, tokens * vocab);
+            int[] labels = new int[tokens];
+            double[] weights = new double[tokens];
+            for (int t = 0; t < tokens; t++) {
+                labels[t] = rnd.nextInt(vocab);
+                weights[t] = t == 2 ? 0 : rnd.nextDouble();
+            }
+            io.kdapack.core.loss.CrossEntropy.Result r = io.kdapack.core.loss.CrossEntropy.forward(logits, labels, vocab);
+            float[] grad = new float[logits.length];
+            io.kdapack.core.loss.CrossEntropy.backward(logits, labels, vocab, r.logSumExp(), weights, grad);
+            put(name + "." + vocab + ".loss", r.loss());
+            put(name + "." + vocab + ".grad", grad);
         }
     }
 

@@ -11,7 +11,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-/** {@code kdapack bench model}: training-step throughput of the hybrid model, as one JSON object on stdout. */
+/**
+ * {@code kdapack bench model}: training-step throughput of the hybrid model, its useful GFLOP/s and their fraction of
+ * the machine's matrix-product rate ({@code mfu}), and numpy's BLAS for scale, as one JSON object on stdout.
+ */
 @Command(name = "model", mixinStandardHelpOptions = true,
         description = "Benchmark a training step (forward, backward) of the hybrid model; prints one JSON object.")
 final class ModelBenchCommand implements Callable<Integer> {
@@ -28,6 +31,9 @@ final class ModelBenchCommand implements Callable<Integer> {
     @Option(names = "--mean-doc", defaultValue = "64", description = "Mean document length (default ${DEFAULT-VALUE}).")
     int meanDoc;
 
+    @Option(names = "--no-blas", description = "Skip timing numpy's BLAS beside kdapack's matrix product.")
+    boolean noBlas;
+
     @Mixin
     ThreadsOption threads;
 
@@ -38,7 +44,7 @@ final class ModelBenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         ModelConfig model = config == null ? ModelConfig.defaults() : ConfigLoader.loadModel(config);
         ModelBenchmark.Config c = new ModelBenchmark.Config(model, rows, length, meanDoc,
-                threads.count(), timing.warmUp, timing.repeats(5));
+                threads.count(), timing.warmUp, timing.repeats(5), !noBlas);
         System.out.println(new ObjectMapper().writeValueAsString(ModelBenchmark.run(c)));
         return 0;
     }

@@ -20,14 +20,21 @@ import jdk.incubator.vector.VectorSpecies;
 public final class Gemm {
     private static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
     private static final int LANES = SPECIES.length();
-    /** Rows of the register tile: 4 × 2 vector accumulators fit the 16 AVX2 registers without spilling (6 rows spill). */
-    static final int MR = 4;
+    /**
+     * Rows of the register tile, for the width found at run time: 8 × 2 vector accumulators with AVX-512 (16 of its
+     * 32 registers, the two B vectors and the broadcasts beside them), 4 × 2 with AVX2 or SSE, whose 16 registers
+     * a 6-row tile overflows (C2 hoists the broadcasts; measured at half the speed). The tile's shape
+     * changes only which elements share a kernel call, never the order of any element's sum (see the class comment).
+     */
+    static final int MR = LANES >= 16 ? 8 : 4;
     /** Columns of the register tile: two vectors. */
     private static final int NR = 2 * LANES;
     /** Depth of a packed block: a panel of B ({@code KC × NR} floats) stays in L1. */
     static final int KC = 256;
-    /** Rows of a packed block of A ({@code MC × KC} floats stay in L2). */
+    /** Rows of a packed block of A ({@code MC × KC} floats stay in L2); a multiple of both tile heights. */
     static final int MC = 96;
+    /** Columns of a block of packed B ({@code KC × NC} floats, 1 MiB: the L2 of a current core). */
+    static final int NC = 1024;
     /** Below this many multiply-adds the packing costs more than it saves. */
     private static final long SMALL = 8 * 1024;
 
@@ -76,38 +83,46 @@ public final class Gemm {
             for (int unit = 0; unit < op.packUnits(); unit++) {
                 op.packB(unit, packedB);
             }
-            op.multiply(0, m, packedB);
+            op.multiply(0, m, 0, n, packedB);
         } finally {
             PACKED_B.give(packedB);
         }
     }
 
     /**
-     * The same product with the rows of C split over {@code pool}; bitwise equal to {@link #sgemm}. B is packed
-     * once, in parallel, and shared by all row blocks.
+     * The same product with C split over {@code pool} in blocks of rows and of columns; bitwise equal to
+     * {@link #sgemm} (a split never changes the order of an element's sum). B is packed once, in parallel, and shared.
      */
     public static void parallelSgemm(ForkJoinPool pool, boolean transA, boolean transB, int m, int n, int k, float alpha,
                                      float[] a, int aOffset, int lda, float[] b, int bOffset, int ldb,
                                      float beta, float[] c, int cOffset, int ldc) {
         int workers = pool.getParallelism();
-        if (workers <= 1 || (long) m * n * k < 64L * 64 * 64 || m < 2 * MR || alpha == 0f) {
+        if (workers <= 1 || (long) m * n * k < 64L * 64 * 64 || alpha == 0f) {
             sgemm(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset, ldc);
             return;
         }
         checkArguments(transA, transB, m, n, k, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
         Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
-        int blocks = Math.min(m / MR, workers * 4);
-        int rowsPerBlock = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;
-        int count = (m + rowsPerBlock - 1) / rowsPerBlock;
+        // About 4 tasks a worker: row blocks of at least MC rows where m allows, the rest of the split over columns,
+        // so that a product with few rows (a weight gradient) does not have every task stream all of B.
+        int tasks = workers * 4;
+        int rowBlocks = Math.max(1, Math.min(tasks, Math.min(m / MR, (m + MC - 1) / MC)));
+        int rowsPerBlock = ((m + rowBlocks - 1) / rowBlocks + MR - 1) / MR * MR;
+        int rowCount = (m + rowsPerBlock - 1) / rowsPerBlock;
+        int colBlocks = Math.min(op.panels(), (tasks + rowCount - 1) / rowCount);
+        int colsPerBlock = (op.panels() + colBlocks - 1) / colBlocks * NR;
+        int colCount = (n + colsPerBlock - 1) / colsPerBlock;
         float[] packedB = PACKED_B.take(op.packedBSize());
         try {
             pool.submit(() -> {
                 IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, packedB));
-                IntStream.range(0, count).parallel().forEach(block -> {
-                    int from = block * rowsPerBlock;
+                IntStream.range(0, rowCount * colCount).parallel().forEach(task -> {
+                    int from = task / colCount * rowsPerBlock;
                     int to = Math.min(m, from + rowsPerBlock);
-                    scale(from, to, n, beta, c, cOffset, ldc);
-                    op.multiply(from, to, packedB);
+                    int colFrom = task % colCount * colsPerBlock;
+                    int colTo = Math.min(n, colFrom + colsPerBlock);
+                    scale(from, to, colTo - colFrom, beta, c, cOffset + colFrom, ldc);
+                    op.multiply(from, to, colFrom, colTo, packedB);
                 });
             }).join();
         } finally {
@@ -167,30 +182,38 @@ public final class Gemm {
             }
         }
 
-        /** {@code C[from..to) += alpha · op(A)[from..to) · op(B)}, k block by k block, in that order. */
-        void multiply(int from, int to, float[] packedB) {
+        /**
+         * {@code C[from..to, colFrom..colTo) += alpha · op(A)[from..to) · op(B)[.., colFrom..colTo)}, k block by k
+         * block, in that order for every element; {@code colFrom} is a multiple of {@link #NR}.
+         * The columns are taken {@link #NC} at a time, so that the packed B of one k block and column block stays in
+         * L2 while every row block of A streams past it.
+         */
+        void multiply(int from, int to, int colFrom, int colTo, float[] packedB) {
             float[] packedA = PACKED_A.get();
             float[] edge = EDGE.get();
             int paddedN = panels() * NR;
-            for (int pc = 0; pc < k; pc += KC) {
-                int kc = Math.min(KC, k - pc);
-                for (int ic = from; ic < to; ic += MC) {
-                    int mc = Math.min(MC, to - ic);
-                    packA(ic, mc, pc, kc, packedA);
-                    for (int jr = 0; jr < n; jr += NR) {
-                        int cols = Math.min(NR, n - jr);
-                        int bPanel = pc * paddedN + jr * kc;
-                        for (int ir = 0; ir < mc; ir += MR) {
-                            int rows = Math.min(MR, mc - ir);
-                            int cIndex = cOffset + (ic + ir) * ldc + jr;
-                            if (rows == MR && cols == NR) {
-                                kernel(kc, packedA, ir * kc, packedB, bPanel, c, cIndex, ldc, false);
-                            } else {
-                                // Edge tile: computed whole into a scratch tile, then only its valid part added.
-                                kernel(kc, packedA, ir * kc, packedB, bPanel, edge, 0, NR, true);
-                                for (int r = 0; r < rows; r++) {
-                                    for (int j = 0; j < cols; j++) {
-                                        c[cIndex + r * ldc + j] += edge[r * NR + j];
+            for (int jc = colFrom; jc < colTo; jc += NC) {
+                int jEnd = Math.min(colTo, jc + NC);
+                for (int pc = 0; pc < k; pc += KC) {
+                    int kc = Math.min(KC, k - pc);
+                    for (int ic = from; ic < to; ic += MC) {
+                        int mc = Math.min(MC, to - ic);
+                        packA(ic, mc, pc, kc, packedA);
+                        for (int jr = jc; jr < jEnd; jr += NR) {
+                            int cols = Math.min(NR, n - jr);
+                            int bPanel = pc * paddedN + jr * kc;
+                            for (int ir = 0; ir < mc; ir += MR) {
+                                int rows = Math.min(MR, mc - ir);
+                                int cIndex = cOffset + (ic + ir) * ldc + jr;
+                                if (rows == MR && cols == NR) {
+                                    kernel(kc, packedA, ir * kc, packedB, bPanel, c, cIndex, ldc, false);
+                                } else {
+                                    // Edge tile: computed whole into a scratch tile, then only its valid part added.
+                                    kernel(kc, packedA, ir * kc, packedB, bPanel, edge, 0, NR, true);
+                                    for (int r = 0; r < rows; r++) {
+                                        for (int j = 0; j < cols; j++) {
+                                            c[cIndex + r * ldc + j] += edge[r * NR + j];
+                                        }
                                     }
                                 }
                             }
@@ -202,59 +225,77 @@ public final class Gemm {
 
         /** Packs {@code alpha · op(A)[ic..ic+mc, pc..pc+kc]} as panels of MR rows, {@code [kc][MR]} each, zero-padded. */
         private void packA(int ic, int mc, int pc, int kc, float[] dst) {
+            if (transA) {
+                packTransposedA(ic, mc, pc, kc, dst);
+                return;
+            }
             for (int ir = 0; ir < mc; ir += MR) {
                 int base = ir * kc;
                 int rows = Math.min(MR, mc - ir);
                 if (rows < MR) {
                     java.util.Arrays.fill(dst, base, base + MR * kc, 0f);
                 }
-                if (transA) {
-                    // op(A) rows are contiguous in storage: MR of them per k step.
-                    int src = aOffset + pc * lda + ic + ir;
+                for (int r = 0; r < rows; r++) {
+                    int src = aOffset + (ic + ir + r) * lda + pc;
                     for (int p = 0; p < kc; p++) {
-                        for (int r = 0; r < rows; r++) {
-                            dst[base + p * MR + r] = alpha * a[src + p * lda + r];
-                        }
+                        dst[base + p * MR + r] = alpha * a[src + p];
                     }
-                } else {
-                    for (int r = 0; r < rows; r++) {
-                        int src = aOffset + (ic + ir + r) * lda + pc;
-                        for (int p = 0; p < kc; p++) {
-                            dst[base + p * MR + r] = alpha * a[src + p];
-                        }
-                    }
+                }
+            }
+        }
+
+        /**
+         * {@link #packA} when A is stored transposed: the {@code mc} values of op(A)'s column {@code p} are contiguous
+         * in storage, so each k step is read as one run and scattered to the panels (rather than a stride of
+         * {@code lda} between the reads of every panel).
+         */
+        private void packTransposedA(int ic, int mc, int pc, int kc, float[] dst) {
+            int padded = (mc + MR - 1) / MR * MR;
+            if (padded > mc) {
+                java.util.Arrays.fill(dst, (padded - MR) * kc, padded * kc, 0f);
+            }
+            for (int p = 0; p < kc; p++) {
+                int src = aOffset + (pc + p) * lda + ic;
+                for (int i = 0; i < mc; i++) {
+                    dst[(i / MR) * MR * kc + p * MR + i % MR] = alpha * a[src + i];
                 }
             }
         }
     }
 
-    /**
-     * {@code MR × NR} register tile: {@code C[r, 0..NR) += Σ_p packedA[p, r] · packedB[p, 0..NR)}, or {@code =}
-     * when {@code overwrite}.
-     */
+    /** The {@code MR × NR} register tile of this machine. */
     private static void kernel(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
                                boolean overwrite) {
+        switch (MR) {
+            case 8 -> kernel8(kc, pa, aPanel, pb, bPanel, c, cIndex, ldc, overwrite);
+            default -> kernel4(kc, pa, aPanel, pb, bPanel, c, cIndex, ldc, overwrite);
+        }
+    }
+
+    /** 4-row tile: {@code C[r, 0..NR) (+)= Σ_p packedA[p, r] · packedB[p, 0..NR)}, {@code r < 4}. */
+    private static void kernel4(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
+                                boolean overwrite) {
         FloatVector c00 = FloatVector.zero(SPECIES), c01 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES), c11 = FloatVector.zero(SPECIES);
         FloatVector c20 = FloatVector.zero(SPECIES), c21 = FloatVector.zero(SPECIES);
         FloatVector c30 = FloatVector.zero(SPECIES), c31 = FloatVector.zero(SPECIES);
-        int ai = aPanel;
-        int bi = bPanel;
-        for (int p = 0; p < kc; p++, ai += MR, bi += NR) {
+        for (int p = 0; p < kc; p++) {
+            int bi = bPanel + p * NR;
+            int ai = aPanel + p * 4;
             FloatVector b0 = FloatVector.fromArray(SPECIES, pb, bi);
             FloatVector b1 = FloatVector.fromArray(SPECIES, pb, bi + LANES);
-            FloatVector x = FloatVector.broadcast(SPECIES, pa[ai]);
-            c00 = x.fma(b0, c00);
-            c01 = x.fma(b1, c01);
-            x = FloatVector.broadcast(SPECIES, pa[ai + 1]);
-            c10 = x.fma(b0, c10);
-            c11 = x.fma(b1, c11);
-            x = FloatVector.broadcast(SPECIES, pa[ai + 2]);
-            c20 = x.fma(b0, c20);
-            c21 = x.fma(b1, c21);
-            x = FloatVector.broadcast(SPECIES, pa[ai + 3]);
-            c30 = x.fma(b0, c30);
-            c31 = x.fma(b1, c31);
+            FloatVector x0 = FloatVector.broadcast(SPECIES, pa[ai + 0]);
+            c00 = x0.fma(b0, c00);
+            c01 = x0.fma(b1, c01);
+            FloatVector x1 = FloatVector.broadcast(SPECIES, pa[ai + 1]);
+            c10 = x1.fma(b0, c10);
+            c11 = x1.fma(b1, c11);
+            FloatVector x2 = FloatVector.broadcast(SPECIES, pa[ai + 2]);
+            c20 = x2.fma(b0, c20);
+            c21 = x2.fma(b1, c21);
+            FloatVector x3 = FloatVector.broadcast(SPECIES, pa[ai + 3]);
+            c30 = x3.fma(b0, c30);
+            c31 = x3.fma(b1, c31);
         }
         if (overwrite) {
             c00.intoArray(c, cIndex);
@@ -266,16 +307,105 @@ public final class Gemm {
             c30.intoArray(c, cIndex + 3 * ldc);
             c31.intoArray(c, cIndex + 3 * ldc + LANES);
         } else {
-            accumulate(c, cIndex, c00, c01);
-            accumulate(c, cIndex + ldc, c10, c11);
-            accumulate(c, cIndex + 2 * ldc, c20, c21);
-            accumulate(c, cIndex + 3 * ldc, c30, c31);
+            int i0 = cIndex;
+            FloatVector.fromArray(SPECIES, c, i0).add(c00).intoArray(c, i0);
+            FloatVector.fromArray(SPECIES, c, i0 + LANES).add(c01).intoArray(c, i0 + LANES);
+            int i1 = cIndex + ldc;
+            FloatVector.fromArray(SPECIES, c, i1).add(c10).intoArray(c, i1);
+            FloatVector.fromArray(SPECIES, c, i1 + LANES).add(c11).intoArray(c, i1 + LANES);
+            int i2 = cIndex + 2 * ldc;
+            FloatVector.fromArray(SPECIES, c, i2).add(c20).intoArray(c, i2);
+            FloatVector.fromArray(SPECIES, c, i2 + LANES).add(c21).intoArray(c, i2 + LANES);
+            int i3 = cIndex + 3 * ldc;
+            FloatVector.fromArray(SPECIES, c, i3).add(c30).intoArray(c, i3);
+            FloatVector.fromArray(SPECIES, c, i3 + LANES).add(c31).intoArray(c, i3 + LANES);
         }
     }
 
-    private static void accumulate(float[] c, int index, FloatVector v0, FloatVector v1) {
-        FloatVector.fromArray(SPECIES, c, index).add(v0).intoArray(c, index);
-        FloatVector.fromArray(SPECIES, c, index + LANES).add(v1).intoArray(c, index + LANES);
+    /** 8-row tile: {@code C[r, 0..NR) (+)= Σ_p packedA[p, r] · packedB[p, 0..NR)}, {@code r < 8}. */
+    private static void kernel8(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
+                                boolean overwrite) {
+        FloatVector c00 = FloatVector.zero(SPECIES), c01 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES), c11 = FloatVector.zero(SPECIES);
+        FloatVector c20 = FloatVector.zero(SPECIES), c21 = FloatVector.zero(SPECIES);
+        FloatVector c30 = FloatVector.zero(SPECIES), c31 = FloatVector.zero(SPECIES);
+        FloatVector c40 = FloatVector.zero(SPECIES), c41 = FloatVector.zero(SPECIES);
+        FloatVector c50 = FloatVector.zero(SPECIES), c51 = FloatVector.zero(SPECIES);
+        FloatVector c60 = FloatVector.zero(SPECIES), c61 = FloatVector.zero(SPECIES);
+        FloatVector c70 = FloatVector.zero(SPECIES), c71 = FloatVector.zero(SPECIES);
+        for (int p = 0; p < kc; p++) {
+            int bi = bPanel + p * NR;
+            int ai = aPanel + p * 8;
+            FloatVector b0 = FloatVector.fromArray(SPECIES, pb, bi);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, pb, bi + LANES);
+            FloatVector x0 = FloatVector.broadcast(SPECIES, pa[ai + 0]);
+            c00 = x0.fma(b0, c00);
+            c01 = x0.fma(b1, c01);
+            FloatVector x1 = FloatVector.broadcast(SPECIES, pa[ai + 1]);
+            c10 = x1.fma(b0, c10);
+            c11 = x1.fma(b1, c11);
+            FloatVector x2 = FloatVector.broadcast(SPECIES, pa[ai + 2]);
+            c20 = x2.fma(b0, c20);
+            c21 = x2.fma(b1, c21);
+            FloatVector x3 = FloatVector.broadcast(SPECIES, pa[ai + 3]);
+            c30 = x3.fma(b0, c30);
+            c31 = x3.fma(b1, c31);
+            FloatVector x4 = FloatVector.broadcast(SPECIES, pa[ai + 4]);
+            c40 = x4.fma(b0, c40);
+            c41 = x4.fma(b1, c41);
+            FloatVector x5 = FloatVector.broadcast(SPECIES, pa[ai + 5]);
+            c50 = x5.fma(b0, c50);
+            c51 = x5.fma(b1, c51);
+            FloatVector x6 = FloatVector.broadcast(SPECIES, pa[ai + 6]);
+            c60 = x6.fma(b0, c60);
+            c61 = x6.fma(b1, c61);
+            FloatVector x7 = FloatVector.broadcast(SPECIES, pa[ai + 7]);
+            c70 = x7.fma(b0, c70);
+            c71 = x7.fma(b1, c71);
+        }
+        if (overwrite) {
+            c00.intoArray(c, cIndex);
+            c01.intoArray(c, cIndex + LANES);
+            c10.intoArray(c, cIndex + ldc);
+            c11.intoArray(c, cIndex + ldc + LANES);
+            c20.intoArray(c, cIndex + 2 * ldc);
+            c21.intoArray(c, cIndex + 2 * ldc + LANES);
+            c30.intoArray(c, cIndex + 3 * ldc);
+            c31.intoArray(c, cIndex + 3 * ldc + LANES);
+            c40.intoArray(c, cIndex + 4 * ldc);
+            c41.intoArray(c, cIndex + 4 * ldc + LANES);
+            c50.intoArray(c, cIndex + 5 * ldc);
+            c51.intoArray(c, cIndex + 5 * ldc + LANES);
+            c60.intoArray(c, cIndex + 6 * ldc);
+            c61.intoArray(c, cIndex + 6 * ldc + LANES);
+            c70.intoArray(c, cIndex + 7 * ldc);
+            c71.intoArray(c, cIndex + 7 * ldc + LANES);
+        } else {
+            int i0 = cIndex;
+            FloatVector.fromArray(SPECIES, c, i0).add(c00).intoArray(c, i0);
+            FloatVector.fromArray(SPECIES, c, i0 + LANES).add(c01).intoArray(c, i0 + LANES);
+            int i1 = cIndex + ldc;
+            FloatVector.fromArray(SPECIES, c, i1).add(c10).intoArray(c, i1);
+            FloatVector.fromArray(SPECIES, c, i1 + LANES).add(c11).intoArray(c, i1 + LANES);
+            int i2 = cIndex + 2 * ldc;
+            FloatVector.fromArray(SPECIES, c, i2).add(c20).intoArray(c, i2);
+            FloatVector.fromArray(SPECIES, c, i2 + LANES).add(c21).intoArray(c, i2 + LANES);
+            int i3 = cIndex + 3 * ldc;
+            FloatVector.fromArray(SPECIES, c, i3).add(c30).intoArray(c, i3);
+            FloatVector.fromArray(SPECIES, c, i3 + LANES).add(c31).intoArray(c, i3 + LANES);
+            int i4 = cIndex + 4 * ldc;
+            FloatVector.fromArray(SPECIES, c, i4).add(c40).intoArray(c, i4);
+            FloatVector.fromArray(SPECIES, c, i4 + LANES).add(c41).intoArray(c, i4 + LANES);
+            int i5 = cIndex + 5 * ldc;
+            FloatVector.fromArray(SPECIES, c, i5).add(c50).intoArray(c, i5);
+            FloatVector.fromArray(SPECIES, c, i5 + LANES).add(c51).intoArray(c, i5 + LANES);
+            int i6 = cIndex + 6 * ldc;
+            FloatVector.fromArray(SPECIES, c, i6).add(c60).intoArray(c, i6);
+            FloatVector.fromArray(SPECIES, c, i6 + LANES).add(c61).intoArray(c, i6 + LANES);
+            int i7 = cIndex + 7 * ldc;
+            FloatVector.fromArray(SPECIES, c, i7).add(c70).intoArray(c, i7);
+            FloatVector.fromArray(SPECIES, c, i7 + LANES).add(c71).intoArray(c, i7 + LANES);
+        }
     }
 
     /** {@code C[from..to) *= beta}, or cleared when beta is 0. */

@@ -1,5 +1,14 @@
 package io.kdapack.core.loss;
 
+import io.kdapack.core.linalg.ExpKernels;
+import io.kdapack.core.linalg.VectorWidth;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
+
 /**
  * Per-token cross-entropy of logits {@code [T,V]} against integer labels {@code [T]}, as Megatron's
  * {@code vocab_parallel_cross_entropy} defines it: {@code ce_t = log Σ_v exp(z_tv − max_v z_tv) − (z_t,label − max_v z_tv)},
@@ -9,8 +18,35 @@ package io.kdapack.core.loss;
  *
  * <p>Rows are independent: callers that want parallelism split {@code T} into ranges and call the range
  * overloads once per range; every token's result is the same whatever the split.
+ *
+ * <p>Both passes are vectorised and bitwise the same for every vector width (docs/kda.md, "Determinism across vector
+ * widths"). The forward's exponentials are a double polynomial ({@link #exp(double)}, within 2 ulp of
+ * {@code Math.exp}), summed through {@value #PARTIALS} double partial sums in a fixed layout (element {@code 16b + j}
+ * of the whole blocks of 16 into partial {@code j}, combined in a fixed tree, then the tail in order), so the loss
+ * stays the float64 cross-entropy to about 1e-16 relative. The backward's softmax is fp32:
+ * {@code exp(z − max)} by {@link ExpKernels#exp(FloatVector)} times the row's {@code weight·exp(max − lse)}, about
+ * 3 ulp of float (the target's entry in double as before).
  */
 public final class CrossEntropy {
+    private static final VectorSpecies<Float> FLOATS = VectorWidth.SPECIES;
+    /** Doubles as wide as the float vector (2 to 8 lanes); a float vector of half that width converts into one. */
+    private static final VectorSpecies<Double> DOUBLES = VectorSpecies.of(double.class,
+            VectorShape.forBitSize(FLOATS.vectorBitSize()));
+    private static final VectorSpecies<Float> HALF_FLOATS = VectorSpecies.of(float.class,
+            VectorShape.forBitSize(FLOATS.vectorBitSize() / 2));
+    private static final int DOUBLE_LANES = DOUBLES.length();
+    private static final int PARTIALS = 16;
+    /** Below it {@link #exp(double)} returns {@code exp(−708)} (≈ 3e-308, still normal) rather than a smaller value. */
+    private static final double EXP_LO = -708;
+    private static final double LOG2E = 1.4426950408889634;
+    /** 1.5·2⁵²: adding it rounds a double of magnitude below 2⁵¹ to an integer, held in the low mantissa bits. */
+    private static final double ROUNDER = 6755399441055744.0;
+    private static final long ROUNDER_BITS = Double.doubleToRawLongBits(ROUNDER);
+    private static final double LN2_HI = 6.93147180369123816490e-01;
+    private static final double LN2_LO = 1.90821492927058770002e-10;
+    /** 1/k! for k = 13 down to 2: the Taylor polynomial of exp on |r| ≤ ln2/2 (truncation below 1e-17 relative). */
+    private static final double[] TAYLOR = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+        1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5};
 
     private CrossEntropy() {
     }
@@ -46,19 +82,14 @@ public final class CrossEntropy {
         checkRange(checkShapes(logits, labels, vocab), from, to);
         requireLength("loss", out.loss().length, labels.length);
         requireLength("logSumExp", out.logSumExp().length, labels.length);
+        double[] partials = new double[PARTIALS];
         for (int t = from; t < to; t++) {
             int row = t * vocab;
-            float max = Float.NEGATIVE_INFINITY;
-            for (int v = 0; v < vocab; v++) {
-                max = Math.max(max, logits[row + v]);
-            }
+            float max = max(logits, row, vocab);
             if (!Float.isFinite(max)) {
                 throw new IllegalArgumentException("logits: row " + t + " has a non-finite maximum " + max);
             }
-            double sum = 0;
-            for (int v = 0; v < vocab; v++) {
-                sum += Math.exp((double) logits[row + v] - max);
-            }
+            double sum = sumExp(logits, row, vocab, max, partials);
             double lse = Math.log(sum) + max;
             out.logSumExp()[t] = lse;
             out.loss()[t] = lse - logits[row + labels[t]];
@@ -74,7 +105,8 @@ public final class CrossEntropy {
      * @param vocab        {@code V}
      * @param logSumExp    {@code [T]} from {@link Result#logSumExp()}
      * @param tokenWeights {@code [T]} the loss weight of each token (mask × reduction scale, see {@link LossScaling})
-     * @param gradLogits   {@code [T,V]} output, overwritten
+     * @param gradLogits   {@code [T,V]} output, overwritten; may be {@code logits} itself (the gradient then replaces
+     *                     the logits in place, each row read before it is written)
      */
     public static void backward(float[] logits, int[] labels, int vocab, double[] logSumExp, double[] tokenWeights,
                                 float[] gradLogits) {
@@ -97,12 +129,101 @@ public final class CrossEntropy {
                 continue;
             }
             double lse = logSumExp[t];
-            for (int v = 0; v < vocab; v++) {
-                gradLogits[row + v] = (float) (weight * Math.exp(logits[row + v] - lse));
-            }
             int target = row + labels[t];
-            gradLogits[target] = (float) (weight * (Math.exp(logits[target] - lse) - 1.0));
+            float targetLogit = logits[target]; // read before the row is overwritten when gradLogits is logits
+            float max = max(logits, row, vocab);
+            float factor = (float) (weight * Math.exp(max - lse));
+            int v = 0;
+            for (; v <= vocab - FLOATS.length(); v += FLOATS.length()) {
+                ExpKernels.exp(FloatVector.fromArray(FLOATS, logits, row + v).sub(max)).mul(factor)
+                        .intoArray(gradLogits, row + v);
+            }
+            for (; v < vocab; v++) {
+                gradLogits[row + v] = ExpKernels.exp(logits[row + v] - max) * factor;
+            }
+            gradLogits[target] = (float) (weight * (Math.exp(targetLogit - lse) - 1.0));
         }
+    }
+
+    /** {@code max_v logits[row + v]} (exact in any order). */
+    private static float max(float[] logits, int row, int vocab) {
+        FloatVector m = FloatVector.broadcast(FLOATS, Float.NEGATIVE_INFINITY);
+        int v = 0;
+        for (; v <= vocab - FLOATS.length(); v += FLOATS.length()) {
+            m = m.max(FloatVector.fromArray(FLOATS, logits, row + v));
+        }
+        float max = m.reduceLanes(VectorOperators.MAX);
+        for (; v < vocab; v++) {
+            max = Math.max(max, logits[row + v]);
+        }
+        return max;
+    }
+
+    /**
+     * {@code Σ_v exp((double) logits[row + v] − max)} in the fixed order of the class comment; {@code partials} is
+     * scratch of {@value #PARTIALS}.
+     */
+    private static double sumExp(float[] logits, int row, int vocab, float max, double[] partials) {
+        int whole = vocab - vocab % PARTIALS;
+        int accumulators = PARTIALS / DOUBLE_LANES;
+        for (int a = 0; a < accumulators; a++) {
+            DoubleVector acc = DoubleVector.zero(DOUBLES);
+            for (int v = a * DOUBLE_LANES; v < whole; v += PARTIALS) {
+                DoubleVector x = (DoubleVector) FloatVector.fromArray(HALF_FLOATS, logits, row + v)
+                        .convertShape(VectorOperators.F2D, DOUBLES, 0);
+                acc = acc.add(exp(x.sub(max)));
+            }
+            acc.intoArray(partials, a * DOUBLE_LANES);
+        }
+        for (int width = PARTIALS / 2; width >= 1; width /= 2) {
+            for (int j = 0; j < width; j++) {
+                partials[j] += partials[j + width];
+            }
+        }
+        double tail = 0;
+        for (int v = whole; v < vocab; v++) {
+            tail += exp((double) logits[row + v] - max);
+        }
+        return partials[0] + tail;
+    }
+
+    /**
+     * {@code exp(x)} for {@code x ≤ 0} (the shifted logits), within 2 ulp: {@code 2ⁿ · exp(r)} with
+     * {@code n = round(x·log₂e)}, {@code r = x − n·ln2} in two parts, and {@code exp(r)} its Taylor polynomial of
+     * degree 13 by Horner's rule in fused multiply-adds. The same operations as {@link #exp(DoubleVector)}.
+     */
+    static double exp(double x) {
+        x = Math.max(x, EXP_LO);
+        double t = Math.fma(x, LOG2E, ROUNDER);
+        double n = t - ROUNDER;
+        double r = Math.fma(n, -LN2_HI, x);
+        r = Math.fma(n, -LN2_LO, r);
+        double p = TAYLOR[0];
+        for (int i = 1; i < TAYLOR.length; i++) {
+            p = Math.fma(p, r, TAYLOR[i]);
+        }
+        p = Math.fma(p, r, 1.0);
+        p = Math.fma(p, r, 1.0);
+        double scale = Double.longBitsToDouble((Double.doubleToRawLongBits(t) - ROUNDER_BITS + 1023) << 52);
+        return p * scale;
+    }
+
+    /** Lane-wise {@link #exp(double)}. */
+    static DoubleVector exp(DoubleVector x) {
+        x = x.max(EXP_LO);
+        DoubleVector t = x.fma(LOG2E, ROUNDER);
+        DoubleVector n = t.sub(ROUNDER);
+        DoubleVector r = n.fma(DoubleVector.broadcast(DOUBLES, -LN2_HI), x);
+        r = n.fma(DoubleVector.broadcast(DOUBLES, -LN2_LO), r);
+        DoubleVector p = DoubleVector.broadcast(DOUBLES, TAYLOR[0]);
+        for (int i = 1; i < TAYLOR.length; i++) {
+            p = p.fma(r, DoubleVector.broadcast(DOUBLES, TAYLOR[i]));
+        }
+        DoubleVector one = DoubleVector.broadcast(DOUBLES, 1.0);
+        p = p.fma(r, one);
+        p = p.fma(r, one);
+        LongVector bits = ((LongVector) t.reinterpretAsLongs()).sub(ROUNDER_BITS - 1023).lanewise(VectorOperators.LSHL, 52);
+        return p.mul(bits.reinterpretAsDoubles());
     }
 
     private static int checkShapes(float[] logits, int[] labels, int vocab) {

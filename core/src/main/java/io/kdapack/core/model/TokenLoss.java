@@ -30,16 +30,18 @@ record TokenLoss(float[] logits, int[] labels, float[] mask, int vocab, CrossEnt
         return new TokenLoss(logits, labels, mask, vocab, ce, perToken, LossReport.of(ce.loss(), mask));
     }
 
-    /** {@code ∂(Σ_t weight·mask_t·ce_t)/∂logits [T,V]}. */
+    /**
+     * {@code ∂(Σ_t weight·mask_t·ce_t)/∂logits [T,V]}, written over {@link #logits} (the backward's last use of them):
+     * the head's {@code [T,V]} buffer, the largest of a step, is not allocated a second time. Call once.
+     */
     float[] gradient(double weight) {
         int tokens = labels.length;
         double[] weights = new double[tokens];
         for (int t = 0; t < tokens; t++) {
             weights[t] = mask[t] * weight;
         }
-        float[] grad = new float[logits.length];
         Parallel.forBlocks(tokens, BLOCK, (from, to) ->
-                CrossEntropy.backward(logits, labels, vocab, ce.logSumExp(), weights, grad, from, to));
-        return grad;
+                CrossEntropy.backward(logits, labels, vocab, ce.logSumExp(), weights, logits, from, to));
+        return logits;
     }
 }

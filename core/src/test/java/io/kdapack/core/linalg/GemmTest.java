@@ -56,6 +56,59 @@ class GemmTest {
         }
     }
 
+    /**
+     * The issue-18 shapes: dimensions of 1, 7, 63, 65 and 513 (every edge of the 8-row and 4-row register tiles and of
+     * the 32- and 16-column panels, a row block of {@link Gemm#MC} plus one, k past two packed blocks) and k = 1, for
+     * every transpose, n past one column block of {@link Gemm#NC}, against a float64 reference, and the parallel path bitwise equal to the serial one for 1, 2 and
+     * 3 threads. Tolerance 1e-5 as above (k ≤ 513).
+     */
+    @Test
+    void matchesDoubleReferenceOnTileEdgesAndIsThreadIndependent() {
+        Random random = new Random(18);
+        int[][] shapes = {{1, 513, 7}, {513, 1, 63}, {65, 63, 513}, {63, 65, 1}, {513, 65, 7}, {7, 7, 1},
+            {65, 513, 65}, {513, 63, 513}, {513, 513, 1}, {9, 1100, 300}};
+        ForkJoinPool[] pools = {new ForkJoinPool(1), new ForkJoinPool(2), new ForkJoinPool(3)};
+        try {
+            for (int[] s : shapes) {
+                for (int variant = 0; variant < 4; variant++) {
+                    boolean ta = (variant & 1) != 0;
+                    boolean tb = (variant & 2) != 0;
+                    int m = s[0], n = s[1], k = s[2];
+                    int lda = ta ? m : k, ldb = tb ? k : n;
+                    float[] a = random(random, (ta ? k : m) * lda);
+                    float[] b = random(random, (tb ? n : k) * ldb);
+                    float[] c0 = random(random, m * n);
+                    float alpha = 1.25f, beta = 0.5f;
+                    double diff = 0, norm = 0;
+                    float[] serial = c0.clone();
+                    Gemm.sgemm(ta, tb, m, n, k, alpha, a, 0, lda, b, 0, ldb, beta, serial, 0, n);
+                    for (int i = 0; i < m; i++) {
+                        for (int j = 0; j < n; j++) {
+                            double sum = 0;
+                            for (int p = 0; p < k; p++) {
+                                sum += (double) (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+                            }
+                            double expected = alpha * sum + beta * c0[i * n + j];
+                            diff += (serial[i * n + j] - expected) * (serial[i * n + j] - expected);
+                            norm += expected * expected;
+                        }
+                    }
+                    String id = "m=" + m + " n=" + n + " k=" + k + " ta=" + ta + " tb=" + tb;
+                    assertTrue(Math.sqrt(diff / norm) < TOLERANCE, id + " rel=" + Math.sqrt(diff / norm));
+                    for (ForkJoinPool pool : pools) {
+                        float[] parallel = c0.clone();
+                        Gemm.parallelSgemm(pool, ta, tb, m, n, k, alpha, a, 0, lda, b, 0, ldb, beta, parallel, 0, n);
+                        assertArrayEquals(serial, parallel, id + " threads=" + pool.getParallelism());
+                    }
+                }
+            }
+        } finally {
+            for (ForkJoinPool pool : pools) {
+                pool.shutdown();
+            }
+        }
+    }
+
     @Test
     void betaZeroIgnoresGarbageInC() {
         float[] a = {1, 2, 3, 4};
