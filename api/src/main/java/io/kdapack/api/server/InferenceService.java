@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -115,7 +116,22 @@ public final class InferenceService {
                 forget(model);
                 return CompletableFuture.completedFuture(new Target(resolve(model), null, -1));
             }
-            return liveEngine(model).thenApply(e -> new Target(null, e.engine(), e.step()));
+            return liveEngine(model).<Target>thenApply(e -> new Target(null, e.engine(), e.step()))
+                    .exceptionallyCompose(failure -> afterEnd(model, failure));
+        });
+    }
+
+    /**
+     * A job that ended while its snapshot was asked (the ask then finds no model stage, or a job no longer running) is
+     * served from its checkpoints; any other failure stands.
+     */
+    private CompletionStage<Target> afterEnd(String model, Throwable failure) {
+        return jobs.get(model).thenApply(handle -> {
+            if (handle.isPresent() && !handle.get().status().state().isTerminal()) {
+                throw failure instanceof CompletionException c ? c : new CompletionException(failure);
+            }
+            forget(model);
+            return new Target(resolve(model), null, -1);
         });
     }
 

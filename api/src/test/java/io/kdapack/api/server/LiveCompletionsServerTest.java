@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kdapack.actors.inference.InferenceLimits;
 import io.kdapack.api.http.CompletionHandler;
 import io.kdapack.api.http.StrictJson;
+import io.kdapack.config.ConfigLoader;
 import io.kdapack.inference.Generation;
 import io.kdapack.inference.InferenceEngine;
 import io.kdapack.inference.SamplingParams;
@@ -17,17 +18,18 @@ import io.kdapack.inference.ServedModel;
 import io.kdapack.tokenizers.Tokenizers;
 import io.kdapack.training.checkpoint.CheckpointStore;
 import io.kdapack.training.pipeline.PipelineSettings;
+import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -41,6 +43,9 @@ class LiveCompletionsServerTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static final int[] PROMPT = {1, 2, 3, 250, 17};
     private static final int MAX_TOKENS = 12;
+    /** Short: a snapshot asked just as the job ends gets no answer and waits this long before the checkpoint serves. */
+    private static final Duration ASK_TIMEOUT = Duration.ofSeconds(3);
+    private static final String LIVE_BYTES = "kdapack_inference_live_weight_bytes";
 
     @TempDir
     Path temp;
@@ -54,7 +59,7 @@ class LiveCompletionsServerTest {
     private void startServer() throws Exception {
         factory = new LiveJobFactory(temp);
         ServerSettings settings = new ServerSettings("127.0.0.1", 0, TOKEN, temp.resolve("token"), 64 * 1024, temp,
-                Duration.ZERO, Duration.ofSeconds(10), 16,
+                Duration.ZERO, ASK_TIMEOUT, 16,
                 new PipelineSettings(2, Duration.ofSeconds(60), Duration.ofSeconds(60), Duration.ofSeconds(10)));
         server = KdapackServer.start(settings, TOKEN, factory, InferenceLimits.defaults(), temp.resolve("jobs"));
         base = URI.create("http://127.0.0.1:" + server.address().getPort());
@@ -77,6 +82,10 @@ class LiveCompletionsServerTest {
     }
 
     private HttpResponse<String> complete(String model, int maxTokens, boolean stream) throws Exception {
+        return client.send(completion(model, maxTokens, stream), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpRequest completion(String model, int maxTokens, boolean stream) {
         ObjectNode body = StrictJson.MAPPER.createObjectNode();
         body.put("model", model);
         body.set("prompt", StrictJson.MAPPER.valueToTree(PROMPT));
@@ -84,7 +93,54 @@ class LiveCompletionsServerTest {
         body.put("temperature", 0);
         body.put("stream", stream);
         body.put("logprobs", 0);
-        return send("POST", "/v1/completions", body.toString());
+        return HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(WAIT)
+                .header("Authorization", "Bearer " + TOKEN).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build();
+    }
+
+    /** {@code response} (whose body was read as a stream) with {@code body} as its text. */
+    private static HttpResponse<String> withBody(HttpResponse<?> response, String body) {
+        return new HttpResponse<>() {
+            @Override
+            public int statusCode() {
+                return response.statusCode();
+            }
+
+            @Override
+            public HttpRequest request() {
+                return response.request();
+            }
+
+            @Override
+            public java.util.Optional<HttpResponse<String>> previousResponse() {
+                return java.util.Optional.empty();
+            }
+
+            @Override
+            public java.net.http.HttpHeaders headers() {
+                return response.headers();
+            }
+
+            @Override
+            public String body() {
+                return body;
+            }
+
+            @Override
+            public java.util.Optional<javax.net.ssl.SSLSession> sslSession() {
+                return response.sslSession();
+            }
+
+            @Override
+            public URI uri() {
+                return response.uri();
+            }
+
+            @Override
+            public HttpClient.Version version() {
+                return response.version();
+            }
+        };
     }
 
     /** A greedy answer: its token ids and logprobs as text, and the step of the weights that served it (-1: none). */
@@ -137,6 +193,15 @@ class LiveCompletionsServerTest {
             logprobs.add(g.logprobs()[i]);
         }
         return ids + " " + logprobs;
+    }
+
+    private double gauge(String name) throws Exception {
+        for (String line : send("GET", "/metrics", null).body().split("\n")) {
+            if (line.startsWith(name + " ")) {
+                return Double.parseDouble(line.substring(name.length() + 1).trim());
+            }
+        }
+        throw new AssertionError("no gauge " + name);
     }
 
     private String createJob(String body) throws Exception {
@@ -200,7 +265,9 @@ class LiveCompletionsServerTest {
         }
         assertTrue(listed != null && listed.get("live").asBoolean(), "the running job is listed live: " + models);
         assertEquals(1, listed.get("weights_step").asLong());
-        assertTrue(send("GET", "/metrics", null).body().contains("kdapack_inference_live_weight_bytes"));
+        long weightBytes = 4L * LiveJobFactory.initialModel(ConfigLoader.fromYaml(LiveJobFactory.MODEL_YAML))
+                .parameters().stream().mapToLong(p -> p.size()).sum();
+        assertEquals(weightBytes, gauge(LIVE_BYTES), "one cached copy of the job's weights is counted");
 
         factory.gate.release();
         awaitStep(id, 2);
@@ -223,10 +290,12 @@ class LiveCompletionsServerTest {
         while (!job(id).get("state").asText().equals("succeeded") && System.nanoTime() < deadline) {
             HttpResponse<String> response = complete(id, 4, false);
             if (response.statusCode() == 200) {
-                answers.add(answer(response, false));
+                Answer a = answer(response, false);
+                if (a.weightsStep() >= 0) { // else the job ended meanwhile and its newest checkpoint answered
+                    answers.add(a);
+                }
             } else {
-                // Before step 1 (409), or the job ended between the status and the snapshot (served from disk then).
-                assertTrue(response.statusCode() == 409, response.statusCode() + " " + response.body());
+                assertEquals(409, response.statusCode(), "before step 1: " + response.body());
             }
         }
         awaitState(id, "succeeded");
@@ -252,17 +321,18 @@ class LiveCompletionsServerTest {
         factory.gate.release();
         awaitStep(id, 1);
         int longAnswer = 200;
-        CompletableFuture<HttpResponse<String>> streaming = CompletableFuture.supplyAsync(() -> {
-            try {
-                return complete(id, longAnswer, true);
-            } catch (Exception e) {
-                throw new AssertionError(e);
-            }
-        });
+        // The stream's head comes once the request is admitted on the live weights; the job is cancelled after that.
+        HttpResponse<InputStream> head = client.send(completion(id, longAnswer, true),
+                HttpResponse.BodyHandlers.ofInputStream());
+        assertEquals(200, head.statusCode());
         assertEquals(202, send("DELETE", "/v1/jobs/" + id, null).statusCode());
         factory.gate.release(); // the cancel takes effect at the next step boundary
         awaitState(id, "cancelled");
-        Answer served = answer(streaming.get(), true);
+        String body;
+        try (InputStream in = head.body()) {
+            body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        Answer served = answer(withBody(head, body), true);
         assertEquals(1, served.weightsStep());
         assertEquals(fromCheckpoint(id, 1, longAnswer), served.tokens(), "the answer outlives the job's model");
 
@@ -271,5 +341,6 @@ class LiveCompletionsServerTest {
         assertEquals(400, after.statusCode(), after.body());
         assertTrue(after.body().contains("model"), after.body());
         assertFalse(after.headers().firstValue(CompletionHandler.WEIGHTS_STEP_HEADER).isPresent());
+        assertEquals(0.0, gauge(LIVE_BYTES), "the ended job's cached copy is dropped");
     }
 }
