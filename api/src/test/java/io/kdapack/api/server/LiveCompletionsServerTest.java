@@ -294,9 +294,9 @@ class LiveCompletionsServerTest {
                 if (a.weightsStep() >= 0) { // else the job ended meanwhile and its newest checkpoint answered
                     answers.add(a);
                 }
-            } else {
+            } else if (!job(id).get("state").asText().equals("succeeded")) {
                 assertEquals(409, response.statusCode(), "before step 1: " + response.body());
-            }
+            } // else the job ended meanwhile and was served from its job directory, which has no checkpoints here
         }
         awaitState(id, "succeeded");
         Map<Long, String> byStep = new TreeMap<>();
@@ -320,7 +320,7 @@ class LiveCompletionsServerTest {
         String id = createJob("{\"steps\": 5, \"gated\": true}");
         factory.gate.release();
         awaitStep(id, 1);
-        int longAnswer = 200;
+        int longAnswer = 100;
         // The stream's head comes once the request is admitted on the live weights; the job is cancelled after that.
         HttpResponse<InputStream> head = client.send(completion(id, longAnswer, true),
                 HttpResponse.BodyHandlers.ofInputStream());
