@@ -448,7 +448,8 @@
       const chosen = select.value;
       select.replaceChildren();
       for (const model of body.data || []) {
-        const option = text(select, 'option', model.id + ' (step ' + model.checkpoint_step + ')');
+        const step = model.live ? 'live, step ' + model.weights_step : 'step ' + model.checkpoint_step;
+        const option = text(select, 'option', model.id + ' (' + step + ')');
         option.value = model.id;
       }
       if (chosen) {

@@ -48,11 +48,17 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
      * A completion request.
      *
      * @param requestId unique among the requests in flight
-     * @param model     the run or job directory to serve
+     * @param model     the run or job directory to serve (its newest checkpoint); ignored with {@code engine}
+     * @param engine    a prebuilt engine to serve instead (a running job's live weights, {@link ModelSource#live}),
+     *                  or null
      * @param prompts   text or token ids of each prompt (one sequence each)
      */
-    public record Submit(String requestId, Path model, List<PromptInput> prompts, SamplingParams params,
-                         GenerationSink sink) implements Command {
+    public record Submit(String requestId, Path model, InferenceEngine engine, List<PromptInput> prompts,
+                         SamplingParams params, GenerationSink sink) implements Command {
+        public Submit(String requestId, Path model, List<PromptInput> prompts, SamplingParams params,
+                      GenerationSink sink) {
+            this(requestId, model, null, prompts, params, sink);
+        }
     }
 
     /** Ends a request at once (its client went away); unknown ids are ignored. */
@@ -144,7 +150,7 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
         }
         InferenceEngine engine;
         try {
-            engine = engineFor(submit.model());
+            engine = submit.engine() != null ? submit.engine() : engineFor(submit.model());
         } catch (IOException | RuntimeException e) {
             sink.failed(e);
             return this;

@@ -10,6 +10,7 @@ public final class InferenceGauges {
     private final AtomicLong reservedStateBytes = new AtomicLong();
     private final AtomicLong stateBytes = new AtomicLong();
     private final AtomicInteger loadedModels = new AtomicInteger();
+    private final AtomicLong liveWeightBytes = new AtomicLong();
 
     /** Sequences holding a slot (generating or prefilling). */
     public int activeSequences() {
@@ -33,6 +34,16 @@ public final class InferenceGauges {
 
     public int loadedModels() {
         return loadedModels.get();
+    }
+
+    /** Bytes of the running jobs' weight copies cached for serving their live weights. */
+    public long liveWeightBytes() {
+        return liveWeightBytes.get();
+    }
+
+    /** Written by whoever caches live-weight engines (the server's inference service). */
+    public void setLiveWeightBytes(long bytes) {
+        liveWeightBytes.set(bytes);
     }
 
     void set(int active, int queued, long reserved, long held, int models) {

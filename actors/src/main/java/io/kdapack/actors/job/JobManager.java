@@ -44,8 +44,8 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     /** Job ids double as actor names and URL path segments. */
     public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
 
-    public sealed interface Command permits StartJob, GetJob, ListJobs, CancelJob, Evaluate, StopAll, SubscribeEvents,
-            GetCapacity, DescribeCluster, JobUpdated, SupervisorStopped, Purge, PurgeDone {
+    public sealed interface Command permits StartJob, GetJob, ListJobs, CancelJob, Evaluate, SnapshotWeights, StopAll,
+            SubscribeEvents, GetCapacity, DescribeCluster, JobUpdated, SupervisorStopped, Purge, PurgeDone {
     }
 
     /**
@@ -89,6 +89,16 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         public Evaluate(String jobId, MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
             this(jobId, batch, EvaluationTicket.UNBOUNDED, replyTo);
         }
+    }
+
+    /**
+     * A copy of a running job's weights as of a step boundary, or {@link io.kdapack.training.pipeline.WeightSnapshot#unchanged}
+     * when they are still those of {@code unlessStep} (-1: always copy); errors are {@link EvaluationRefused}
+     * ({@code UNKNOWN_JOB}, {@code NOT_RUNNING}: ended, or no step applied yet).
+     */
+    public record SnapshotWeights(String jobId, long unlessStep,
+                                  ActorRef<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>> replyTo)
+            implements Command {
     }
 
     /** Checkpoint and stop every running job, refuse new ones, reply when all have stopped. */
@@ -197,6 +207,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                 .onMessage(ListJobs.class, this::onListJobs)
                 .onMessage(CancelJob.class, this::onCancelJob)
                 .onMessage(Evaluate.class, this::onEvaluate)
+                .onMessage(SnapshotWeights.class, this::onSnapshotWeights)
                 .onMessage(StopAll.class, this::onStopAll)
                 .onMessage(SubscribeEvents.class, this::onSubscribeEvents)
                 .onMessage(GetCapacity.class, this::onGetCapacity)
@@ -391,6 +402,20 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                     "job " + evaluate.jobId() + " is not running")));
         } else {
             job.supervisor().tell(new JobSupervisor.Evaluate(evaluate.batch(), evaluate.ticket(), evaluate.replyTo()));
+        }
+        return this;
+    }
+
+    private Behavior<Command> onSnapshotWeights(SnapshotWeights snapshot) {
+        Job job = jobs.get(snapshot.jobId());
+        if (job == null) {
+            snapshot.replyTo().tell(StatusReply.error(
+                    new EvaluationRefused(EvaluationRefused.Reason.UNKNOWN_JOB, "no job " + snapshot.jobId())));
+        } else if (!job.running()) {
+            snapshot.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
+                    "job " + snapshot.jobId() + " is not running")));
+        } else {
+            job.supervisor().tell(new JobSupervisor.SnapshotWeights(snapshot.unlessStep(), snapshot.replyTo()));
         }
         return this;
     }

@@ -10,6 +10,7 @@ import io.kdapack.training.pipeline.SampleSource;
 import io.kdapack.training.pipeline.StepLoss;
 import io.kdapack.training.pipeline.TrainingBackend;
 import io.kdapack.training.pipeline.TrainingPlan;
+import io.kdapack.training.pipeline.WeightSnapshot;
 import java.time.Instant;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -41,8 +42,8 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
     /** Dispatcher of the loader and segmenter stages, whose work may block on I/O. */
     public static final String PIPELINE_DISPATCHER = "kdapack.pipeline-dispatcher";
 
-    public sealed interface Command permits Cancel, CheckpointAndStop, Evaluate, Restored, StepLossReady, Applied,
-            JournalSynced, Saved, Timeout {
+    public sealed interface Command permits Cancel, CheckpointAndStop, Evaluate, SnapshotWeights, Restored,
+            StepLossReady, Applied, JournalSynced, Saved, Timeout {
     }
 
     /** Stop after the step in progress; the last checkpoint stays as it is. */
@@ -58,6 +59,10 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
         public Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
             this(batch, EvaluationTicket.UNBOUNDED, replyTo);
         }
+    }
+
+    /** The model stage's weights as of a step boundary ({@link Model.SnapshotWeights}). */
+    public record SnapshotWeights(long unlessStep, ActorRef<StatusReply<WeightSnapshot>> replyTo) implements Command {
     }
 
     private record Restored(long step) implements Command {
@@ -141,6 +146,10 @@ public final class JobSupervisor extends AbstractBehavior<JobSupervisor.Command>
                 .onMessage(Cancel.class, this::onCancel)
                 .onMessage(CheckpointAndStop.class, this::onCheckpointAndStop)
                 .onMessage(Evaluate.class, this::onEvaluate)
+                .onMessage(SnapshotWeights.class, snapshot -> {
+                    model.tell(new Model.SnapshotWeights(snapshot.unlessStep(), snapshot.replyTo()));
+                    return this;
+                })
                 .onSignal(ChildFailed.class, this::onStageFailed)
                 .onSignal(Terminated.class, this::onStageStopped)
                 .build();

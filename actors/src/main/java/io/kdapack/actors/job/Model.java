@@ -7,6 +7,7 @@ import io.kdapack.training.pipeline.OptimizerUpdate;
 import io.kdapack.training.pipeline.StepCompute;
 import io.kdapack.training.pipeline.StepLoss;
 import io.kdapack.training.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.WeightSnapshot;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -45,7 +46,8 @@ import org.apache.pekko.pattern.StatusReply;
  */
 public final class Model extends AbstractBehavior<Model.Command> {
 
-    public sealed interface Command permits Restore, RunStep, ApplyOptimizer, SaveCheckpoint, Evaluate, Pulled {
+    public sealed interface Command permits Restore, RunStep, ApplyOptimizer, SaveCheckpoint, Evaluate, SnapshotWeights,
+            Pulled {
     }
 
     /** Restore the newest checkpoint; replies the steps it holds. */
@@ -79,6 +81,15 @@ public final class Model extends AbstractBehavior<Model.Command> {
         public Evaluate(MicroBatch batch, ActorRef<StatusReply<BatchLoss>> replyTo) {
             this(batch, EvaluationTicket.UNBOUNDED, replyTo);
         }
+    }
+
+    /**
+     * A copy of the weights as of the last applied optimizer step, taken in this message alone (the optimizer step runs
+     * inside one message, so the copy is never half an update); replies {@link WeightSnapshot#unchanged} without
+     * copying when the weights are still those of {@code unlessStep}, and an {@link EvaluationRefused} error
+     * ({@code NOT_RUNNING}) while no step has been applied.
+     */
+    public record SnapshotWeights(long unlessStep, ActorRef<StatusReply<WeightSnapshot>> replyTo) implements Command {
     }
 
     private record Pulled(Segmenter.Delivered delivered, Throwable failure) implements Command {
@@ -137,6 +148,7 @@ public final class Model extends AbstractBehavior<Model.Command> {
                 .onMessage(ApplyOptimizer.class, this::onApplyOptimizer)
                 .onMessage(SaveCheckpoint.class, this::onSaveCheckpoint)
                 .onMessage(Evaluate.class, this::onEvaluate)
+                .onMessage(SnapshotWeights.class, this::onSnapshotWeights)
                 .onSignal(PostStop.class, this::onPostStop)
                 .build();
     }
@@ -232,6 +244,23 @@ public final class Model extends AbstractBehavior<Model.Command> {
             evaluate.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.BUSY,
                     "the model is busy: " + MAX_WAITING_EVALUATIONS
                             + " evaluations are already waiting for the current step to finish")));
+        }
+        return this;
+    }
+
+    private Behavior<Command> onSnapshotWeights(SnapshotWeights snapshot) {
+        if (compute == null || weightsStep == 0) {
+            snapshot.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
+                    "the job has not finished an optimizer step yet: its weights cannot be served before step 1")));
+        } else if (weightsStep == snapshot.unlessStep()) {
+            snapshot.replyTo().tell(StatusReply.success(WeightSnapshot.unchanged(weightsStep)));
+        } else {
+            try {
+                snapshot.replyTo().tell(StatusReply.success(compute.snapshotWeights(weightsStep)));
+            } catch (Exception | OutOfMemoryError e) { // serving is refused; the job's own state is untouched
+                snapshot.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.BUSY,
+                        "copying the weights of step " + weightsStep + " failed: " + e)));
+            }
         }
         return this;
     }

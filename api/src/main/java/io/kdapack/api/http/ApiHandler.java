@@ -220,12 +220,15 @@ public final class ApiHandler extends SimpleChannelInboundHandler<FullHttpReques
                 requireJson(request.contentType());
                 CompletionRequest completion = CompletionRequest.parse(request.body());
                 InferenceService service = inference();
-                // The completion owns the connection from now on (the response is its last).
-                ctx.pipeline().replace(this, "completion",
-                        new CompletionHandler(service.actor(), completion, service.resolve(completion.model())));
-                yield CompletableFuture.completedFuture(new Streaming());
+                yield service.target(completion.model()).thenApply(target -> {
+                    // The completion owns the connection from now on (the response is its last).
+                    ctx.pipeline().replace(this, "completion",
+                            new CompletionHandler(service.actor(), completion, target));
+                    return new Streaming();
+                });
             }
-            case MODELS -> reply(Responses.json(HttpResponseStatus.OK, CompletionHandler.modelList(inference())));
+            case MODELS -> inference().listing().thenApply(models ->
+                    new Reply(Responses.json(HttpResponseStatus.OK, CompletionHandler.modelList(models))));
             case DASHBOARD, DASHBOARD_ASSET -> reply(dashboard.response(request.uri().path()));
         };
     }

@@ -19,7 +19,6 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -40,10 +39,12 @@ import org.apache.pekko.actor.typed.ActorRef;
  */
 public final class CompletionHandler extends ChannelInboundHandlerAdapter {
     private static final AtomicLong IDS = new AtomicLong();
+    /** Header (and body field {@code weights_step}) naming the optimizer step of the live weights that answered. */
+    public static final String WEIGHTS_STEP_HEADER = "X-Kdapack-Weights-Step";
 
     private final ActorRef<InferenceActor.Command> inference;
     private final CompletionRequest request;
-    private final Path model;
+    private final InferenceService.Target target;
     private final String id;
     private final long created;
     private final List<Choice> choices = new ArrayList<>();
@@ -62,11 +63,12 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
         FinishReason finish;
     }
 
-    /** @param model the directory {@code request.model()} resolved to */
-    public CompletionHandler(ActorRef<InferenceActor.Command> inference, CompletionRequest request, Path model) {
+    /** @param target what {@code request.model()} is served from ({@link InferenceService#target}) */
+    public CompletionHandler(ActorRef<InferenceActor.Command> inference, CompletionRequest request,
+                             InferenceService.Target target) {
         this.inference = inference;
         this.request = request;
-        this.model = model;
+        this.target = target;
         this.id = "cmpl-" + IDS.incrementAndGet() + "-" + Long.toHexString(System.nanoTime());
         this.created = System.currentTimeMillis() / 1000;
         for (int i = 0; i < request.prompts().size(); i++) {
@@ -77,7 +79,8 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         context = ctx;
-        inference.tell(new InferenceActor.Submit(id, model, request.prompts(), request.params(), new Sink()));
+        inference.tell(new InferenceActor.Submit(id, target.directory(), target.engine(), request.prompts(),
+                request.params(), new Sink()));
     }
 
     @Override
@@ -138,6 +141,7 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
         head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream; charset=utf-8");
         head.headers().set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE);
         head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        markWeightsStep(head);
         HttpUtil.setTransferEncodingChunked(head, true);
         context.writeAndFlush(head);
     }
@@ -189,7 +193,9 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
             usage.put("prompt_tokens", promptTokens);
             usage.put("completion_tokens", completionTokens);
             usage.put("total_tokens", promptTokens + completionTokens);
-            end(Responses.json(HttpResponseStatus.OK, body(all, usage)));
+            FullHttpResponse response = Responses.json(HttpResponseStatus.OK, body(all, usage));
+            markWeightsStep(response);
+            end(response);
         }
     }
 
@@ -199,6 +205,9 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
         body.put("object", "text_completion");
         body.put("created", created);
         body.put("model", request.model());
+        if (target.engine() != null) {
+            body.put("weights_step", target.weightsStep());
+        }
         body.put("choices", choiceList);
         if (usage != null) {
             body.put("usage", usage);
@@ -223,6 +232,13 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
         }
         choice.put("finish_reason", finish == null ? null : finish.wireName());
         return choice;
+    }
+
+    /** A response served from a running job's live weights names their optimizer step. */
+    private void markWeightsStep(HttpResponse response) {
+        if (target.engine() != null) {
+            response.headers().set(WEIGHTS_STEP_HEADER, target.weightsStep());
+        }
     }
 
     private void writeEvent(byte[] data) {
@@ -263,20 +279,23 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
         Responses.send(context, response, false);
     }
 
-    /** The body of {@code GET /v1/models} (OpenAI's list shape, plus each model's checkpoint step). */
-    static Map<String, Object> modelList(InferenceService inference) {
+    /**
+     * The body of {@code GET /v1/models} (OpenAI's list shape, plus each model's newest checkpoint step, and for a
+     * running job {@code live: true} and the step of its live weights).
+     */
+    static Map<String, Object> modelList(List<InferenceService.ModelEntry> entries) {
         List<Object> data = new ArrayList<>();
-        try {
-            for (InferenceService.ModelEntry entry : inference.list()) {
-                Map<String, Object> model = new LinkedHashMap<>();
-                model.put("id", entry.id());
-                model.put("object", "model");
-                model.put("owned_by", "kdapack");
-                model.put("checkpoint_step", entry.step());
-                data.add(model);
+        for (InferenceService.ModelEntry entry : entries) {
+            Map<String, Object> model = new LinkedHashMap<>();
+            model.put("id", entry.id());
+            model.put("object", "model");
+            model.put("owned_by", "kdapack");
+            model.put("checkpoint_step", entry.step() < 0 ? null : entry.step());
+            model.put("live", entry.liveStep() >= 0);
+            if (entry.liveStep() >= 0) {
+                model.put("weights_step", entry.liveStep());
             }
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            data.add(model);
         }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("object", "list");

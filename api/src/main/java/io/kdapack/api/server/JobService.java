@@ -16,6 +16,7 @@ import io.kdapack.config.ConfigException;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.training.pipeline.BatchLoss;
 import io.kdapack.training.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.WeightSnapshot;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -170,6 +171,21 @@ public final class JobService {
                         return reply.getValue();
                     });
         });
+    }
+
+    /**
+     * Job {@code id}'s weights as of its last applied optimizer step, or {@link WeightSnapshot#unchanged} when they are
+     * still those of {@code unlessStep}: 404 unknown job, 409 not running or no step applied yet, 503 no answer in time.
+     */
+    public CompletionStage<WeightSnapshot> snapshotWeights(String id, long unlessStep) {
+        return this.<StatusReply<WeightSnapshot>>ask(replyTo -> new JobManager.SnapshotWeights(id, unlessStep, replyTo),
+                        "job " + id + " (its model is busy with a step, or stuck)")
+                .thenApply(reply -> {
+                    if (reply.isError()) {
+                        throw evaluationError(reply.getError());
+                    }
+                    return reply.getValue();
+                });
     }
 
     /** A refusal for the job's sake maps to its status; any other error is the batch's fault (400). */

@@ -153,8 +153,9 @@ public final class KdapackServer implements AutoCloseable {
                 }
                 jobs = new JobService(front, actors.scheduler(), factory, factoryCalls, settings.askTimeout());
             }
+            // Live weights are served for the jobs this JVM runs (localJobs); another member's job serves its checkpoints.
             var inference = new InferenceService(actors, inferenceLimits, ModelSource.DIRECTORIES,
-                    new DataRoot(settings.dataRoot()), jobsDir);
+                    new DataRoot(settings.dataRoot()), jobsDir, localJobs);
             var metrics = new ServerMetrics();
             metrics.watch(inference.gauges());
             var initializer = new HttpApiInitializer(jobs, metrics, token, settings.maxBodyBytes(), openApi,

@@ -53,6 +53,9 @@ public final class ServerMetrics {
                 .description("decoding state held by the running sequences").register(registry);
         Gauge.builder("kdapack.inference.reserved.state.bytes", inference, InferenceGauges::reservedStateBytes)
                 .description("decoding state reserved by running requests at their longest").register(registry);
+        Gauge.builder("kdapack.inference.live.weight.bytes", inference, InferenceGauges::liveWeightBytes)
+                .description("bytes of running jobs' weight copies cached to serve their live weights")
+                .register(registry);
     }
 
     /** Counts one HTTP response. */

@@ -44,6 +44,17 @@ public interface StepCompute extends AutoCloseable {
     /** Forward pass only, with the current weights; no gradient is kept. Bad input throws IllegalArgumentException. */
     BatchLoss evaluate(MicroBatch batch) throws Exception;
 
+    /**
+     * A copy of the current weights (those after the last {@link #optimizerStep}, whatever micro-batches have run
+     * since: forward and backward passes change only gradients), for serving a running job's live weights.
+     *
+     * @param step optimizer steps the weights have taken (the caller counts them)
+     * @throws UnsupportedOperationException when this compute cannot hand out its weights
+     */
+    default WeightSnapshot snapshotWeights(long step) throws Exception {
+        throw new UnsupportedOperationException("this job's model stage cannot copy its weights for serving");
+    }
+
     /** Writes a checkpoint of the state after {@code step} optimizer steps, atomically (never half-written). */
     void saveCheckpoint(long step) throws Exception;
 

@@ -81,6 +81,15 @@ final class TrainerCompute implements StepCompute {
     }
 
     @Override
+    public WeightSnapshot snapshotWeights(long stepNumber) {
+        if (stepNumber != trainer.stepsDone()) {
+            throw new IllegalStateException("weights of step " + stepNumber + " asked, the trainer is at step "
+                    + trainer.stepsDone());
+        }
+        return WeightSnapshot.of(stepNumber, trainer.config(), trainer.model().parameters());
+    }
+
+    @Override
     public void saveCheckpoint(long stepNumber) throws Exception {
         if (stepNumber != trainer.stepsDone()) {
             throw new IllegalStateException("checkpoint of step " + stepNumber + " asked, the trainer is at step "
