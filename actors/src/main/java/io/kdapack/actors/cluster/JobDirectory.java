@@ -173,14 +173,11 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
             submit.replyTo().tell(RunReply.refused(refused));
             return this;
         }
-        if (chosen.size() > 1) {
-            submit.replyTo().tell(RunReply.refused(new RunRefused(400, "train.data_parallel = " + submit.ranks()
-                    + ": this build runs each job on one worker", "train.data_parallel")));
-            return this;
-        }
         starting.add(id);
         ActorRef<WorkerAgent.Command> worker = chosen.getFirst();
-        getContext().ask(RunReply.class, worker, askTimeout, ref -> new WorkerAgent.StartRun(id, ref),
+        // A data-parallel run: rank 0's worker coordinates it and has every chosen worker spawn its rank.
+        getContext().ask(RunReply.class, worker, askTimeout, ref -> chosen.size() == 1
+                        ? new WorkerAgent.StartRun(id, ref) : new WorkerAgent.StartParallel(id, chosen, ref),
                 (reply, failure) -> new Started(id, chosen, reply, failure, submit.replyTo()));
         return this;
     }
