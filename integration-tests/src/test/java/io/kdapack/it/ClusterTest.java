@@ -218,7 +218,13 @@ class ClusterTest {
                     "loss of step " + step.step() + " on two ranks, as the single-JVM loop");
             assertEquals(Double.doubleToLongBits(step.gradNorm()),
                     Double.doubleToLongBits(event.path("grad_norm").asDouble()), "grad norm of step " + step.step());
+            // With two ranks, rank 0 sends its block gradient and receives the sum: 2 · 4 · parameters bytes.
+            assertTrue(event.path("exchange_bytes").asLong() > 0 && event.path("exchange_bytes").asLong() % 8 == 0,
+                    "gradient bytes of the step: " + event);
+            assertTrue(event.path("exchange_s").asDouble() > 0, "exchange time of the step: " + event);
         }
+        String metrics = other.send(other.request("/metrics").build()).body();
+        assertTrue(metrics.contains("kdapack_job_exchange_bytes{job=\"" + job + "\"}"), metrics);
     }
 
     private ClusterMember start(List<ClusterMember> members, String name, int port, String clusterYaml)

@@ -9,6 +9,7 @@ import io.kdapack.actors.events.StepEvent;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.training.StepResult;
+import io.kdapack.training.StepTiming;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -31,7 +32,7 @@ import org.apache.pekko.actor.typed.pubsub.Topic;
  * One run of a data-parallel job ({@code train.data_parallel = N > 1}), on the worker of rank 0, as a child of its
  * {@link WorkerAgent}: it has every chosen worker spawn its {@link RankRunner} ({@link WorkerAgent.SpawnRank}), tells
  * every rank the {@link RankRunner.Peers}, and turns the ranks' {@link RankEvent}s into the job's events and status
- * exactly as a single-JVM run has them: rank 0's steps, appended to the job's {@code events.jsonl} and then published on
+ * exactly as a single-JVM run has them: rank 0's steps (with its gradient bytes and exchange time), appended to the job's {@code events.jsonl} and then published on
  * the {@link EventTopic}; one end event when every rank has ended.
  *
  * <p>End: {@code succeeded} when all N ranks finished; {@code cancelled} after {@link Cancel} (every rank is told
@@ -167,8 +168,10 @@ final class ParallelRun extends AbstractBehavior<Object> {
             return this;
         }
         StepResult r = event.result();
+        StepTiming timing = event.timing();
         record(new StepEvent(r.step(), r.loss(), r.mtpLoss(), r.tokens(), r.segments(), r.gradNorm(), r.lr(),
-                r.tokensPerS(), r.valLoss(), r.valMtpLoss()));
+                r.tokensPerS(), r.valLoss(), r.valMtpLoss(), timing.bytesSent() + timing.bytesReceived(),
+                timing.exchangeNanos() / 1e9));
         setStatus(new JobStatus(jobId, JobState.RUNNING, r.step(), status.totalSteps(), r.loss(), status.startedAt(),
                 null, null));
         return this;

@@ -32,6 +32,12 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * cancels runs on this member's own {@link JobManager} (through {@link LocalJobs}) for the {@link JobDirectory}, and
  * republishes every event of those runs on the {@link EventTopic}. The job runs exactly as in a single JVM: same
  * actors, same journal ({@code events.jsonl}) and checkpoints in the shared job directory.
+ *
+ * <p>Data-parallel runs ({@code train.data_parallel > 1}) do not go through the job manager: the agent of rank 0's
+ * member coordinates one as a {@link ParallelRun} child ({@link StartParallel}), and every chosen member's agent spawns
+ * that run's {@link RankRunner} as its own child ({@link SpawnRank}, so under {@code /system/worker}, a path
+ * {@link io.kdapack.actors.cluster.parallel.ParallelTransport} lists as a large-message destination). The agent answers
+ * status, list and cancel questions about such a run from the status its {@code ParallelRun} reports.
  */
 public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
 
@@ -106,12 +112,10 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     private long spawned;
 
     /**
-     * @param manager this member's job manager (its events are republished)
-     * @param topic   this member's {@link EventTopic} actor
-     */
-    /**
-     * @param spawnTimeout longest the ranks of a data-parallel run may take to be spawned (each builds its dataset
-     *                     index and reads the job's record)
+     * @param manager      this member's job manager (its events are republished)
+     * @param topic        this member's {@link EventTopic} actor
+     * @param spawnTimeout longest the ranks of a data-parallel run may take to be spawned (each reads the job's record
+     *                     and checks its dataset)
      */
     public static Behavior<Command> create(LocalJobs jobs, ActorRef<JobManager.Command> manager,
                                            ActorRef<Topic.Command<JobEventMessage>> topic, Duration spawnTimeout) {
