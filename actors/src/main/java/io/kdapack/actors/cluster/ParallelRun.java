@@ -215,14 +215,15 @@ final class ParallelRun extends AbstractBehavior<Object> {
         }
         JobState state = cancelled ? JobState.CANCELLED : failure == null ? JobState.SUCCEEDED : JobState.FAILED;
         String error = state == JobState.FAILED ? failure : null;
+        // The status first: whoever sees the end event and then asks gets the end.
+        setStatus(new JobStatus(jobId, state, status.step(), status.totalSteps(), status.lastLoss(),
+                status.startedAt(), Instant.now(), error));
         record(new EndEvent(state, status.step(), error));
         try {
             journal.close();
         } catch (IOException e) {
             getContext().getLog().warn("job {}: cannot close its journal: {}", jobId, e.toString());
         }
-        setStatus(new JobStatus(jobId, state, status.step(), status.totalSteps(), status.lastLoss(),
-                status.startedAt(), Instant.now(), error));
         return Behaviors.stopped();
     }
 
