@@ -232,7 +232,8 @@ final class ParallelRun extends AbstractBehavior<Object> {
         boolean fresh;
         try {
             fresh = journal.append(event);
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
+            // A journal that cannot take the event (a disk error, a step missing before it) must not stop the run.
             getContext().getLog().warn("job {}: cannot append to its journal: {}", jobId, e.toString());
             fresh = true;
         }
