@@ -11,6 +11,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -70,6 +71,7 @@ class ClusterTest {
             TrainingServer first = new TrainingServer(api1.awaitHttp());
             TrainingServer second = new TrainingServer(apiWorkerB.awaitHttp());
             awaitMembers(first, 3);
+            dataParallelJobOnTheTwoWorkers(first, second);
 
             String killed = first.startJob(killedConfig);
             String other = first.startJob(otherConfig);
@@ -103,6 +105,11 @@ class ClusterTest {
             assertTrue(failed.path("error").asText().contains("left the cluster"), failed.toString());
             assertTrue(List.of("running", "succeeded").contains(second.status(other).path("state").asText()),
                     "the other job is unaffected");
+            HttpResponse<String> tooMany = second.send(second.request("/v1/jobs").header("Content-Type",
+                    "application/json").POST(HttpRequest.BodyPublishers.ofString(TrainingServer.JSON.writeValueAsString(
+                    demo(3)))).build());
+            assertEquals(400, tooMany.statusCode(), "two ranks, one worker left: " + tooMany.body());
+            assertTrue(tooMany.body().contains("train.data_parallel"), tooMany.body());
 
             api1.terminate(); // the oldest api member, which holds the job directory: it moves to the other one
             api1.awaitExit(); // 143: SIGTERM, after its shutdown hook has left the cluster
@@ -163,6 +170,61 @@ class ClusterTest {
                 member.close();
             }
         }
+    }
+
+    /**
+     * The demo configuration (the defaults) for {@code steps} steps with {@code data_parallel: 2}; one warmup step so
+     * that the learning rate is above 0 from step 2 on; a checkpoint at the last step only.
+     */
+    private static Map<String, Object> demo(int steps) {
+        Map<String, Object> train = new LinkedHashMap<>();
+        train.put("steps", steps);
+        train.put("threads", 1);
+        train.put("data_parallel", 2);
+        train.put("checkpoint", Map.of("interval", 0));
+        train.put("optimizer", Map.of("warmup_steps", 1));
+        train.put("data", Map.of("prefix", PREFIX));
+        return Map.of("train", train);
+    }
+
+    /**
+     * A job with {@code data_parallel: 2} runs on both workers; its stream, read from the api member that does not hold
+     * the job directory, holds every step once and the end, and its step losses and gradient norms are those of
+     * {@code kdapack train}'s loop with the same configuration bit for bit.
+     */
+    private void dataParallelJobOnTheTwoWorkers(TrainingServer api, TrainingServer other) throws Exception {
+        Map<String, Object> config = demo(3);
+        String job = api.startJob(config);
+        JsonNode cluster = readCluster(other);
+        long workersRunning = 0;
+        for (JsonNode member : cluster.path("members")) {
+            for (JsonNode id : member.path("jobs")) {
+                workersRunning += id.asText().equals(job) ? 1 : 0;
+            }
+        }
+        TrainingServer.Events events = other.follow(other.request("/v1/jobs/" + job + "/events")
+                .header("Last-Event-ID", "0").build(), Integer.MAX_VALUE);
+        assertEquals("succeeded", events.end(), "the data-parallel job's stream ends");
+        assertConsecutive(3, events.steps());
+        JsonNode status = awaitState(other, job, "succeeded");
+        assertEquals(3, status.path("step").asLong(), status.toString());
+        assertTrue(workersRunning == 2 || workersRunning == 0, "placed on two workers (or already ended): " + cluster);
+        List<StepResult> direct = TrainingServer.trainDirectly(config, MQAR.resolve("mqar-train"),
+                Files.createDirectories(temp.resolve("direct-dp")));
+        assertEquals(3, direct.size());
+        for (StepResult step : direct) {
+            JsonNode event = events.steps().get((int) step.step() - 1);
+            assertEquals(Double.doubleToLongBits(step.loss()), Double.doubleToLongBits(event.path("loss").asDouble()),
+                    "loss of step " + step.step() + " on two ranks, as the single-JVM loop");
+            assertEquals(Double.doubleToLongBits(step.gradNorm()),
+                    Double.doubleToLongBits(event.path("grad_norm").asDouble()), "grad norm of step " + step.step());
+            // With two ranks, rank 0 sends its block gradient and receives the sum: 2 · 4 · parameters bytes.
+            assertTrue(event.path("exchange_bytes").asLong() > 0 && event.path("exchange_bytes").asLong() % 8 == 0,
+                    "gradient bytes of the step: " + event);
+            assertTrue(event.path("exchange_s").asDouble() > 0, "exchange time of the step: " + event);
+        }
+        String metrics = other.send(other.request("/metrics").build()).body();
+        assertTrue(metrics.contains("kdapack_job_exchange_bytes{job=\"" + job + "\"}"), metrics);
     }
 
     private ClusterMember start(List<ClusterMember> members, String name, int port, String clusterYaml)

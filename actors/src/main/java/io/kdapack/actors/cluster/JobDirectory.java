@@ -46,8 +46,8 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * resolver once unreachable for {@code cluster.failure_timeout_ms} and then stable for {@code cluster.stable_after_ms}),
  * every run placed on it that had not ended ends {@code failed} with the reason (or with the end its journal recorded,
  * for a worker that stopped its jobs before leaving), the end is published on the {@link EventTopic} so that every
- * stream ends, and the other ranks of a data-parallel run are cancelled. A failed run is resumable from its newest
- * checkpoint on any worker (docs/cluster.md, "Failure").
+ * stream ends; the other ranks of a data-parallel run fail on their own ({@link ParallelRun}). A failed run is
+ * resumable from its newest checkpoint on any worker (docs/cluster.md, "Failure").
  */
 public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
 
@@ -173,14 +173,11 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
             submit.replyTo().tell(RunReply.refused(refused));
             return this;
         }
-        if (chosen.size() > 1) {
-            submit.replyTo().tell(RunReply.refused(new RunRefused(400, "train.data_parallel = " + submit.ranks()
-                    + ": this build runs each job on one worker", "train.data_parallel")));
-            return this;
-        }
         starting.add(id);
         ActorRef<WorkerAgent.Command> worker = chosen.getFirst();
-        getContext().ask(RunReply.class, worker, askTimeout, ref -> new WorkerAgent.StartRun(id, ref),
+        // A data-parallel run: rank 0's worker coordinates it and has every chosen worker spawn its rank.
+        getContext().ask(RunReply.class, worker, askTimeout, ref -> chosen.size() == 1
+                        ? new WorkerAgent.StartRun(id, ref) : new WorkerAgent.StartParallel(id, chosen, ref),
                 (reply, failure) -> new Started(id, chosen, reply, failure, submit.replyTo()));
         return this;
     }
@@ -259,8 +256,8 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                 placements.put(id, new Placement(placement.workers(), ended, true));
                 topic.tell(Topic.publish(new JobEventMessage(id, null,
                         new EndEvent(ended.state(), ended.step(), ended.error()))));
-                placement.workers().stream().filter(w -> !address(w).equals(member)).forEach(rank ->
-                        rank.tell(new WorkerAgent.CancelRun(id, getContext().getSystem().ignoreRef())));
+                // The other ranks of a data-parallel run fail on their own (each watches its peers), and rank 0's
+                // worker records that end: a cancel here would turn it into "cancelled".
             }
         });
         return this;

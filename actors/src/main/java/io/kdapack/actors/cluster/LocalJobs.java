@@ -1,9 +1,14 @@
 package io.kdapack.actors.cluster;
 
+import io.kdapack.actors.cluster.parallel.ExchangeSettings;
+import io.kdapack.actors.cluster.parallel.RankEvent;
+import io.kdapack.actors.cluster.parallel.RankSpec;
 import io.kdapack.actors.job.JobStatus;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
+import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * The jobs of this member's own {@link io.kdapack.actors.job.JobManager}, as a {@link WorkerAgent} drives them (the api
@@ -23,4 +28,16 @@ public interface LocalJobs {
 
     /** Cancels a running job (a {@link RunRefused} 404 or 409 when it is unknown or has ended). */
     CompletionStage<JobStatus> cancel(String jobId);
+
+    /**
+     * Rank {@code rank} of data-parallel job {@code jobId}, from its record in the shared jobs directory (blocking: it
+     * reads the record and checks the dataset); a {@link RunRefused} when the job cannot run (unknown, bad record).
+     */
+    RankSpec rankSpec(String jobId, int rank, ExchangeSettings exchange, ActorRef<RankEvent> listener) throws Exception;
+
+    /** The job's {@code train.steps}, from its record (a {@link RunRefused} 404 for a job not on disk). */
+    long totalSteps(String jobId) throws Exception;
+
+    /** The job's {@code events.jsonl} in the shared jobs directory. */
+    Path journal(String jobId);
 }

@@ -1,13 +1,24 @@
 package io.kdapack.actors.cluster;
 
+import io.kdapack.actors.cluster.parallel.ExchangeSettings;
+import io.kdapack.actors.cluster.parallel.RankEvent;
+import io.kdapack.actors.cluster.parallel.RankRunner;
+import io.kdapack.actors.cluster.parallel.RankSpec;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.job.MetricsHub;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -21,13 +32,47 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * cancels runs on this member's own {@link JobManager} (through {@link LocalJobs}) for the {@link JobDirectory}, and
  * republishes every event of those runs on the {@link EventTopic}. The job runs exactly as in a single JVM: same
  * actors, same journal ({@code events.jsonl}) and checkpoints in the shared job directory.
+ *
+ * <p>Data-parallel runs ({@code train.data_parallel > 1}) do not go through the job manager: the agent of rank 0's
+ * member coordinates one as a {@link ParallelRun} child ({@link StartParallel}), and every chosen member's agent spawns
+ * that run's {@link RankRunner} as its own child ({@link SpawnRank}, so under {@code /system/worker}, a path
+ * {@link io.kdapack.actors.cluster.parallel.ParallelTransport} lists as a large-message destination). The agent answers
+ * status, list and cancel questions about such a run from the status its {@code ParallelRun} reports.
  */
 public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
 
     /** Every worker member's agent. */
     public static final ServiceKey<Command> KEY = ServiceKey.create(Command.class, "kdapack-worker");
 
-    public sealed interface Command permits StartRun, GetRun, ListRuns, CancelRun, Event {
+    public sealed interface Command permits StartRun, StartParallel, SpawnRank, GetRun, ListRuns, CancelRun, Event,
+            SpecBuilt, ParallelStatus, RunStopped {
+    }
+
+    /**
+     * Start a data-parallel run of the job on {@code workers} (this agent first, as rank 0): this member coordinates it
+     * ({@link ParallelRun}); replies its status once every rank is spawned, or the refusal.
+     */
+    public record StartParallel(String jobId, List<ActorRef<Command>> workers, ActorRef<RunReply> replyTo)
+            implements Command, ClusterMessage {
+    }
+
+    /** Spawn rank {@code rank} of the job on this member, reporting to {@code listener}; replies its runner. */
+    public record SpawnRank(String jobId, int rank, ActorRef<RankEvent> listener, ActorRef<RankSpawned> replyTo)
+            implements Command, ClusterMessage {
+    }
+
+    /** What {@link SpawnRank} answers: the runner, or why there is none (exactly one is not null). */
+    public record RankSpawned(ActorRef<RankRunner.Command> runner, RunRefused.Refusal refusal) implements ClusterMessage {
+    }
+
+    private record SpecBuilt(SpawnRank request, RankSpec spec, Throwable failure) implements Command {
+    }
+
+    private record ParallelStatus(JobStatus status) implements Command {
+    }
+
+    /** A {@link ParallelRun} stopped: after its end, or refused before its ranks started (then nothing is kept). */
+    private record RunStopped(String jobId) implements Command {
     }
 
     /** Start a run of the job (see {@link LocalJobs#start}); replies its status or the refusal. */
@@ -52,23 +97,40 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     private record Event(MetricsHub.Published published) implements Command {
     }
 
+    /** Ended data-parallel runs whose status this member keeps (as a job manager keeps its finished jobs). */
+    static final int RETAIN_PARALLEL = 32;
+
     private final LocalJobs jobs;
     private final ActorRef<Topic.Command<JobEventMessage>> topic;
+    private final ExchangeSettings exchange;
+    private final Duration spawnTimeout;
+    private final Executor blocking;
+    private final ActorRef<JobStatus> parallelStatusTo;
+    /** The data-parallel runs this member coordinates (rank 0 here), by job, and their newest status. */
+    private final Map<String, ActorRef<Object>> parallelRuns = new LinkedHashMap<>();
+    private final Map<String, JobStatus> parallelStatus = new LinkedHashMap<>();
+    private long spawned;
 
     /**
-     * @param manager this member's job manager (its events are republished)
-     * @param topic   this member's {@link EventTopic} actor
+     * @param manager      this member's job manager (its events are republished)
+     * @param topic        this member's {@link EventTopic} actor
+     * @param spawnTimeout longest the ranks of a data-parallel run may take to be spawned (each reads the job's record
+     *                     and checks its dataset)
      */
     public static Behavior<Command> create(LocalJobs jobs, ActorRef<JobManager.Command> manager,
-                                           ActorRef<Topic.Command<JobEventMessage>> topic) {
-        return Behaviors.setup(context -> new WorkerAgent(context, jobs, manager, topic));
+                                           ActorRef<Topic.Command<JobEventMessage>> topic, Duration spawnTimeout) {
+        return Behaviors.setup(context -> new WorkerAgent(context, jobs, manager, topic, spawnTimeout));
     }
 
     private WorkerAgent(ActorContext<Command> context, LocalJobs jobs, ActorRef<JobManager.Command> manager,
-                        ActorRef<Topic.Command<JobEventMessage>> topic) {
+                        ActorRef<Topic.Command<JobEventMessage>> topic, Duration spawnTimeout) {
         super(context);
         this.jobs = jobs;
         this.topic = topic;
+        this.spawnTimeout = spawnTimeout;
+        this.exchange = ExchangeSettings.from(context.getSystem().settings().config());
+        this.blocking = context.getSystem().dispatchers().lookup(DispatcherSelector.blocking());
+        this.parallelStatusTo = context.messageAdapter(JobStatus.class, ParallelStatus::new);
         manager.tell(new JobManager.SubscribeEvents(context.messageAdapter(MetricsHub.Published.class, Event::new)));
         context.getSystem().receptionist().tell(Receptionist.register(KEY, context.getSelf()));
     }
@@ -77,6 +139,11 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
                 .onMessage(StartRun.class, this::onStartRun)
+                .onMessage(StartParallel.class, this::onStartParallel)
+                .onMessage(SpawnRank.class, this::onSpawnRank)
+                .onMessage(SpecBuilt.class, this::onSpecBuilt)
+                .onMessage(ParallelStatus.class, this::onParallelStatus)
+                .onMessage(RunStopped.class, this::onRunStopped)
                 .onMessage(GetRun.class, this::onGetRun)
                 .onMessage(ListRuns.class, this::onListRuns)
                 .onMessage(CancelRun.class, this::onCancelRun)
@@ -89,7 +156,82 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
         return this;
     }
 
+    private Behavior<Command> onStartParallel(StartParallel start) {
+        String id = start.jobId();
+        if (parallelRuns.containsKey(id)) {
+            start.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is running", null)));
+            return this;
+        }
+        long totalSteps;
+        try {
+            totalSteps = jobs.totalSteps(id);
+        } catch (RunRefused refused) {
+            start.replyTo().tell(RunReply.refused(refused));
+            return this;
+        } catch (Exception e) {
+            start.replyTo().tell(RunReply.refused(refusal(e)));
+            return this;
+        }
+        ActorRef<Object> run = getContext().spawn(ParallelRun.create(id, start.workers(), totalSteps, jobs.journal(id),
+                spawnTimeout, start.replyTo(), topic, parallelStatusTo), "parallel-" + id + "-" + (++spawned));
+        getContext().watchWith(run, new RunStopped(id));
+        parallelRuns.put(id, run);
+        return this;
+    }
+
+    /** The rank's spec is built off the actor's thread (it reads the job's record and the dataset's index). */
+    private Behavior<Command> onSpawnRank(SpawnRank request) {
+        getContext().pipeToSelf(CompletableFuture.supplyAsync(() -> {
+            try {
+                return jobs.rankSpec(request.jobId(), request.rank(), exchange, request.listener());
+            } catch (Exception e) {
+                throw new CompletionException(e);
+            }
+        }, blocking), (spec, failure) -> new SpecBuilt(request, spec, failure));
+        return this;
+    }
+
+    private Behavior<Command> onSpecBuilt(SpecBuilt built) {
+        SpawnRank request = built.request();
+        if (built.failure() != null) {
+            request.replyTo().tell(new RankSpawned(null, refusal(built.failure()).toRefusal()));
+            return this;
+        }
+        ActorRef<RankRunner.Command> runner = getContext().spawn(RankRunner.create(built.spec()),
+                "rank-" + request.jobId() + "-" + request.rank() + "-" + (++spawned));
+        request.replyTo().tell(new RankSpawned(runner, null));
+        return this;
+    }
+
+    private Behavior<Command> onParallelStatus(ParallelStatus update) {
+        JobStatus status = update.status();
+        parallelStatus.remove(status.id());
+        parallelStatus.put(status.id(), status);
+        if (status.state().isTerminal()) {
+            parallelRuns.remove(status.id());
+            List<String> ended = parallelStatus.values().stream().filter(s -> s.state().isTerminal())
+                    .map(JobStatus::id).toList();
+            for (int i = 0; i < ended.size() - RETAIN_PARALLEL; i++) {
+                parallelStatus.remove(ended.get(i));
+            }
+        }
+        return this;
+    }
+
+    private Behavior<Command> onRunStopped(RunStopped stopped) {
+        parallelRuns.remove(stopped.jobId());
+        JobStatus last = parallelStatus.get(stopped.jobId());
+        if (last != null && !last.state().isTerminal()) {
+            parallelStatus.remove(stopped.jobId());
+        }
+        return this;
+    }
+
     private Behavior<Command> onGetRun(GetRun get) {
+        if (parallelStatus.containsKey(get.jobId())) {
+            get.replyTo().tell(RunReply.of(parallelStatus.get(get.jobId())));
+            return this;
+        }
         jobs.get(get.jobId()).whenComplete((status, failure) -> get.replyTo().tell(failure != null
                 ? RunReply.refused(refusal(failure)) : status.map(RunReply::of).orElseGet(RunReply::unknown)));
         return this;
@@ -97,12 +239,28 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
 
     private Behavior<Command> onListRuns(ListRuns list) {
         ActorRef<Command> self = getContext().getSelf();
-        jobs.list().whenComplete((runs, failure) ->
-                list.replyTo().tell(new RunList(self, failure != null ? List.of() : runs)));
+        List<JobStatus> parallel = List.copyOf(parallelStatus.values());
+        jobs.list().whenComplete((runs, failure) -> {
+            List<JobStatus> all = new ArrayList<>(parallel);
+            (failure != null ? List.<JobStatus>of() : runs).stream()
+                    .filter(r -> parallel.stream().noneMatch(p -> p.id().equals(r.id()))).forEach(all::add);
+            list.replyTo().tell(new RunList(self, all));
+        });
         return this;
     }
 
     private Behavior<Command> onCancelRun(CancelRun cancel) {
+        ActorRef<Object> run = parallelRuns.get(cancel.jobId());
+        if (run != null) {
+            run.tell(new ParallelRun.Cancel(cancel.replyTo()));
+            return this;
+        }
+        JobStatus ended = parallelStatus.get(cancel.jobId());
+        if (ended != null) {
+            cancel.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + cancel.jobId() + " has ended ("
+                    + ended.state().name().toLowerCase() + ")", null)));
+            return this;
+        }
         reply(jobs.cancel(cancel.jobId()), cancel.replyTo());
         return this;
     }

@@ -13,9 +13,19 @@ package io.kdapack.actors.events;
  * @param tokensPerS {@code tokens} divided by the step's wall time
  * @param valLoss    the validation loss of the evaluation after this step ({@code train.eval_interval}), or null
  * @param valMtpLoss its MTP loss, or null without MTP or without an evaluation
+ * @param exchangeBytes a data-parallel job's gradient bytes rank 0 sent and received in the step's exchange, or null
+ *                      for a job on one worker
+ * @param exchangeS     the seconds rank 0 spent in that exchange (not counting the wait for slower ranks), or null
  */
 public record StepEvent(long step, double loss, Double mtpLoss, long tokens, long segments, double gradNorm,
-                        double lr, double tokensPerS, Double valLoss, Double valMtpLoss) implements JobEvent {
+                        double lr, double tokensPerS, Double valLoss, Double valMtpLoss, Long exchangeBytes,
+                        Double exchangeS) implements JobEvent {
+
+    /** A step of a job on one worker (no gradient exchange). */
+    public StepEvent(long step, double loss, Double mtpLoss, long tokens, long segments, double gradNorm, double lr,
+                     double tokensPerS, Double valLoss, Double valMtpLoss) {
+        this(step, loss, mtpLoss, tokens, segments, gradNorm, lr, tokensPerS, valLoss, valMtpLoss, null, null);
+    }
 
     /** A step without an evaluation. */
     public StepEvent(long step, double loss, Double mtpLoss, long tokens, long segments, double gradNorm, double lr,

@@ -76,6 +76,10 @@ public final class SseFrames {
             fields.put("val_loss", step.valLoss());
             fields.put("val_mtp_loss", step.valMtpLoss());
         }
+        if (step.exchangeBytes() != null) {
+            fields.put("exchange_bytes", step.exchangeBytes());
+            fields.put("exchange_s", step.exchangeS());
+        }
         return new String(StrictJson.write(fields), StandardCharsets.UTF_8);
     }
 

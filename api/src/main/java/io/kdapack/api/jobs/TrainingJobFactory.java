@@ -3,6 +3,9 @@ package io.kdapack.api.jobs;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kdapack.actors.cluster.parallel.ExchangeSettings;
+import io.kdapack.actors.cluster.parallel.RankEvent;
+import io.kdapack.actors.cluster.parallel.RankSpec;
 import io.kdapack.actors.events.EventJournal;
 import io.kdapack.actors.job.JobOutOfMemory;
 import io.kdapack.api.http.ApiException;
@@ -30,6 +33,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * The server's {@link JobFactory}: a job is the {@code kdapack train} loop ({@link TrainerBackend}) on the job's
@@ -91,6 +95,28 @@ public final class TrainingJobFactory implements JobFactory {
 
     @Override
     public TrainingBackend resume(String jobId) throws IOException {
+        Recorded recorded = recorded(jobId);
+        return backend(jobDir(jobId), recorded.config(), recorded.corpora());
+    }
+
+    @Override
+    public RankSpec rankSpec(String jobId, int rank, ExchangeSettings exchange, ActorRef<RankEvent> listener)
+            throws IOException {
+        Recorded recorded = recorded(jobId);
+        return new RankSpec(jobId, rank, recorded.config(), models, recorded.corpora(),
+                jobDir(jobId).resolve(CHECKPOINTS), exchange, listener);
+    }
+
+    @Override
+    public long totalSteps(String jobId) throws IOException {
+        return recorded(jobId).config().train().steps();
+    }
+
+    private record Recorded(KdapackConfig config, TrainingCorpora corpora) {
+    }
+
+    /** A job's configuration and dataset from its {@code job.json}, the dataset checked again against the data root. */
+    private Recorded recorded(String jobId) throws IOException {
         Path dir = jobDir(jobId);
         Path file = dir.resolve(JOB_FILE);
         if (!Files.isRegularFile(file)) {
@@ -101,14 +127,14 @@ public final class TrainingJobFactory implements JobFactory {
         }));
         TrainingCorpora recorded = corpora(record);
         if (config.train().data().prefix() == null && config.train().data().blend() == null) {
-            return backend(dir, config, recorded);
+            return new Recorded(config, recorded);
         }
         // Checked again: the files may have changed (or the data root moved) since the job was created.
         List<Path> checked = new ArrayList<>();
         for (Path prefix : recorded.prefixes()) {
             checked.add(dataRoot.dataset(prefix.toString(), PREFIX_KEY));
         }
-        return backend(dir, config, new TrainingCorpora(checked, recorded.weights()));
+        return new Recorded(config, new TrainingCorpora(checked, recorded.weights()));
     }
 
     @Override

@@ -55,4 +55,21 @@ public interface JobFactory {
     /** Forgets a job that {@link #create} built but the server refused (its files, if any); nothing by default. */
     default void discard(String jobId) throws Exception {
     }
+
+    /**
+     * Rank {@code rank} of data-parallel job {@code jobId} (a cluster worker runs it, {@link
+     * io.kdapack.actors.cluster.parallel.RankRunner}): the job's configuration, dataset and checkpoint directory from
+     * its record, as {@link #resume} reads them. Refused by default.
+     */
+    default io.kdapack.actors.cluster.parallel.RankSpec rankSpec(String jobId, int rank,
+            io.kdapack.actors.cluster.parallel.ExchangeSettings exchange,
+            org.apache.pekko.actor.typed.ActorRef<io.kdapack.actors.cluster.parallel.RankEvent> listener)
+            throws Exception {
+        throw new IllegalArgumentException("this server's job factory does not run data-parallel jobs");
+    }
+
+    /** The {@code train.steps} of job {@code jobId}'s record. */
+    default long totalSteps(String jobId) throws Exception {
+        throw new IllegalArgumentException("this server's job factory does not run data-parallel jobs");
+    }
 }

@@ -8,6 +8,7 @@ import io.kdapack.actors.cluster.EventTopic;
 import io.kdapack.actors.cluster.JobDirectory;
 import io.kdapack.actors.cluster.JobEventMessage;
 import io.kdapack.actors.cluster.WorkerAgent;
+import io.kdapack.actors.cluster.parallel.ParallelTransport;
 import io.kdapack.actors.inference.InferenceLimits;
 import io.kdapack.actors.inference.ModelSource;
 import io.kdapack.actors.job.Admission;
@@ -130,7 +131,10 @@ public final class KdapackServer implements AutoCloseable {
                         pekko.jvm-exit-on-fatal-error = on
                         """)
                 .withFallback(ConfigFactory.load());
-        Config actorConfig = cluster.enabled() ? ClusterNode.pekkoConfig(cluster).withFallback(config) : config;
+        // A worker's rank runners send gradient chunks on Artery's large-message lane (docs/cluster.md, "Data parallel").
+        Config actorConfig = cluster.enabled() ? ClusterNode.pekkoConfig(cluster)
+                .withFallback(ParallelTransport.artery(config.getBytes("kdapack.parallel.chunk-bytes")))
+                .withFallback(config) : config;
         ServerLimits limits = settings.limits();
         var admission = new Admission(limits.memoryBudget(), limits.maxRunningJobs(), limits.maxQueuedJobs());
         var manager = JobManager.create(settings.pipeline(), settings.retainFinished(), admission);
@@ -183,7 +187,8 @@ public final class KdapackServer implements AutoCloseable {
                                 .onFailure(SupervisorStrategy.restart()), "job-directory")
                 .withSettings(ClusterSingletonSettings.create(actors).withRole(ClusterConfig.ROLE_API)));
         if (cluster.hasRole(ClusterConfig.ROLE_WORKER)) {
-            actors.systemActorOf(WorkerAgent.create(new LocalJobsAdapter(localJobs), actors, topic), "worker",
+            actors.systemActorOf(WorkerAgent.create(new LocalJobsAdapter(localJobs, factory), actors, topic,
+                    askTimeout), "worker",
                     Props.empty());
         }
         return cluster.hasRole(ClusterConfig.ROLE_API) ? actors.systemActorOf(

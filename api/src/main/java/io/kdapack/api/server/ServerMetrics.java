@@ -32,6 +32,12 @@ public final class ServerMetrics {
             .description("validation loss of the job's last evaluation (train.eval_interval)").register(registry);
     private final MultiGauge tokensPerSecond = MultiGauge.builder("kdapack.job.tokens.per.second")
             .description("token positions per second of the job's last step").register(registry);
+    private final MultiGauge exchangeBytes = MultiGauge.builder("kdapack.job.exchange.bytes")
+            .description("gradient bytes rank 0 of a data-parallel job sent and received in its last step")
+            .register(registry);
+    private final MultiGauge exchangeSeconds = MultiGauge.builder("kdapack.job.exchange.seconds")
+            .description("seconds rank 0 of a data-parallel job spent in the gradient exchange of its last step")
+            .register(registry);
     private final MultiGauge queueDepth = MultiGauge.builder("kdapack.job.queue.depth")
             .description("work waiting in the job's pipeline: micro-batches ready (segmented) or loading, and"
                     + " evaluations waiting for the step in progress").register(registry);
@@ -76,6 +82,8 @@ public final class ServerMetrics {
         List<MultiGauge.Row<?>> lossRows = new ArrayList<>();
         List<MultiGauge.Row<?>> speedRows = new ArrayList<>();
         List<MultiGauge.Row<?>> valLossRows = new ArrayList<>();
+        List<MultiGauge.Row<?>> exchangeBytesRows = new ArrayList<>();
+        List<MultiGauge.Row<?>> exchangeSecondsRows = new ArrayList<>();
         List<MultiGauge.Row<?>> queueRows = new ArrayList<>();
         Map<JobState, Integer> byState = new EnumMap<>(JobState.class);
         for (JobHandle job : snapshot) {
@@ -86,6 +94,10 @@ public final class ServerMetrics {
             if (size > 0) {
                 lossRows.add(MultiGauge.Row.of(tags, events.get(size - 1).loss()));
                 speedRows.add(MultiGauge.Row.of(tags, events.get(size - 1).tokensPerS()));
+                if (events.get(size - 1).exchangeBytes() != null) {
+                    exchangeBytesRows.add(MultiGauge.Row.of(tags, events.get(size - 1).exchangeBytes()));
+                    exchangeSecondsRows.add(MultiGauge.Row.of(tags, events.get(size - 1).exchangeS()));
+                }
             }
             events.lastValidation().ifPresent(step -> valLossRows.add(MultiGauge.Row.of(tags, step.valLoss())));
             queueRows.add(MultiGauge.Row.of(tags.and("queue", "ready"), job.gauges().readyBatches()));
@@ -101,6 +113,8 @@ public final class ServerMetrics {
         loss.register(lossRows, true);
         valLoss.register(valLossRows, true);
         tokensPerSecond.register(speedRows, true);
+        exchangeBytes.register(exchangeBytesRows, true);
+        exchangeSeconds.register(exchangeSecondsRows, true);
         queueDepth.register(queueRows, true);
         jobs.register(stateRows, true);
         return registry.scrape();

@@ -7,7 +7,8 @@ import java.util.List;
 
 /**
  * The Artery settings gradient chunks need, for the actor system of every worker member: the rank runners' chunk
- * receivers ({@code …/kdapack-gradients}, up to five levels below {@code /user}) are large-message destinations, so
+ * receivers ({@code …/kdapack-gradients}, up to five levels below {@code /user} or {@code /system}, where a
+ * cluster worker's agent spawns them) are large-message destinations, so
  * chunks travel on Artery's separate large-message lane (and do not hold up membership and control messages on the
  * ordinary one), in frames of up to {@code maximum-large-frame-size}. A list in configuration is replaced, not merged,
  * so this cannot live in {@code reference.conf}: a node's configuration takes it with {@code withFallback}.
@@ -20,10 +21,12 @@ public final class ParallelTransport {
     /** The large-message destination patterns of the chunk receivers. */
     public static List<String> largeMessageDestinations() {
         List<String> out = new ArrayList<>();
-        StringBuilder path = new StringBuilder("/user");
-        for (int depth = 1; depth <= 5; depth++) {
-            path.append("/*");
-            out.add(path + "/" + RankRunner.GRADIENTS);
+        for (String root : List.of("/user", "/system")) {
+            StringBuilder path = new StringBuilder(root);
+            for (int depth = 1; depth <= 5; depth++) {
+                path.append("/*");
+                out.add(path + "/" + RankRunner.GRADIENTS);
+            }
         }
         return out;
     }
