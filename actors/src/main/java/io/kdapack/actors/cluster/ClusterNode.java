@@ -13,7 +13,6 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
-import org.apache.pekko.cluster.typed.Leave;
 
 /**
  * How a {@code kdapack serve} process becomes a Pekko Cluster member: the Pekko settings of a {@code cluster} section
@@ -92,31 +91,6 @@ public final class ClusterNode {
             Thread.sleep(Duration.ofMillis(50));
         }
         return system;
-    }
-
-    /**
-     * Leaves the cluster and waits, at most {@code within}, until the other members have seen this member exit (its
-     * status {@code Exiting} or {@code Removed}, or the system already terminated). Terminating without it lets the
-     * others find the member merely unreachable: with two members left, keep-majority then downs the survivor whose
-     * address sorts last, which is how a SIGTERM'd api member could take the other one down with it.
-     *
-     * @return whether the exit was seen in time
-     */
-    public static boolean leave(ActorSystem<?> system, Duration within) throws InterruptedException {
-        Cluster members = Cluster.get(system);
-        members.manager().tell(Leave.create(members.selfMember().address()));
-        long deadline = System.nanoTime() + within.toNanos();
-        while (!system.whenTerminated().isCompleted()) {
-            MemberStatus status = members.selfMember().status();
-            if (status == MemberStatus.exiting() || status == MemberStatus.removed() || status == MemberStatus.down()) {
-                return true;
-            }
-            if (System.nanoTime() > deadline) {
-                return false;
-            }
-            Thread.sleep(Duration.ofMillis(50));
-        }
-        return true;
     }
 
     private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {

@@ -67,8 +67,6 @@ public final class KdapackServer implements AutoCloseable {
     /** Longest a shutdown waits for event streams to deliver what was pending (a batch interval is at most 1 h, but a
      *  stream's default is 1 s; a client that reads nothing is not waited for longer than this). */
     private static final Duration STREAM_DRAIN = Duration.ofSeconds(5);
-    /** How long a closing cluster member waits for the others to see it exit (see {@link ClusterNode#leave}). */
-    private static final Duration CLUSTER_LEAVE = Duration.ofSeconds(20);
 
     private KdapackServer(ActorSystem<JobManager.Command> actors, ExecutorService factoryCalls, HttpApiServer http,
                           JobService jobs, JobService localJobs, Duration shutdownWait, HttpApiInitializer initializer,
@@ -258,13 +256,6 @@ public final class KdapackServer implements AutoCloseable {
             http.close();
         }
         factoryCalls.shutdownNow();
-        try {
-            if (clustered && !actors.whenTerminated().isCompleted() && !ClusterNode.leave(actors, CLUSTER_LEAVE)) {
-                LOG.warn("the cluster had not seen this member exit {} after it asked to leave; stopping", CLUSTER_LEAVE);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
         actors.terminate();
         try {
             actors.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
