@@ -1,7 +1,6 @@
 package io.kdapack.core.kda;
 
-import static io.kdapack.core.kda.KdaAssertions.assertClose;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import static io.kdapack.core.kda.KdaAssertions.assertChunkedMatchesRecurrent;
 
 import java.util.Random;
 import java.util.stream.Stream;
@@ -46,37 +45,7 @@ class KdaChunkedVsRecurrentTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
     void chunkedMatchesRecurrent(String name, RandomKda.Problem p) {
-        KdaBackend reference = new KdaRecurrent(2);
-        KdaBackend chunked = new KdaChunked(2);
-        KdaBackend.KdaResult r = reference.forward(p.inputs(), p.options());
-        KdaBackend.KdaResult c = chunked.forward(p.inputs(), p.options());
-        assertClose(name + " o", c.o(), r.o(), 1e-5);
-        assertClose(name + " ht", c.ht(), r.ht(), 1e-5);
-        KdaBackend.KdaGradients gr = reference.backward(p.inputs(), p.options(), p.dO(), p.dHt());
-        KdaBackend.KdaGradients gc = chunked.backward(p.inputs(), p.options(), p.dO(), p.dHt());
-        assertClose(name + " dq", gc.dq(), gr.dq(), 1e-4);
-        assertClose(name + " dk", gc.dk(), gr.dk(), 1e-4);
-        assertClose(name + " dv", gc.dv(), gr.dv(), 1e-4);
-        assertClose(name + " dg", gc.dg(), gr.dg(), 1e-4);
-        assertClose(name + " dbeta", gc.dBeta(), gr.dBeta(), 1e-4);
-        if (gr.dH0() != null) {
-            assertClose(name + " dh0", gc.dH0(), gr.dH0(), 1e-4);
-        }
-        if (gr.dALog() != null) {
-            assertClose(name + " dA_log", gc.dALog(), gr.dALog(), 1e-4);
-        }
-        if (gr.dDtBias() != null) {
-            assertClose(name + " ddt_bias", gc.dDtBias(), gr.dDtBias(), 1e-4);
-        }
-        assertAllFinite(name, c.o(), c.ht(), gc.dq(), gc.dk(), gc.dv(), gc.dg(), gc.dBeta());
-    }
-
-    private static void assertAllFinite(String name, float[]... arrays) {
-        for (float[] a : arrays) {
-            for (float x : a) {
-                assertTrue(Float.isFinite(x), name + ": non-finite value " + x);
-            }
-        }
+        assertChunkedMatchesRecurrent(name, p);
     }
 
     private static int[] tinyDocs(int count) {

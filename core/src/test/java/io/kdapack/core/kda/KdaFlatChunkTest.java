@@ -1,5 +1,6 @@
 package io.kdapack.core.kda;
 
+import static io.kdapack.core.kda.KdaAssertions.assertChunkedMatchesRecurrent;
 import static io.kdapack.core.kda.KdaAssertions.assertClose;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,8 +36,8 @@ class KdaFlatChunkTest {
     void boundaryAtEveryOffsetInsideAChunk(int offset) {
         // 64 + offset, then a document of 3 (a second boundary in the same chunk unless offset > 60), then 70.
         int[] lengths = {64 + offset, 3, 70};
-        compare("offset " + offset, RandomKda.packed(100 + offset, lengths, 1, 2, 8, 8, PLAIN, true, 0));
-        compare("offset " + offset + " training", RandomKda.packed(200 + offset, lengths, 1, 1, 8, 8, PLAIN, false, 0));
+        assertChunkedMatchesRecurrent("offset " + offset, RandomKda.packed(100 + offset, lengths, 1, 2, 8, 8, PLAIN, true, 0));
+        assertChunkedMatchesRecurrent("offset " + offset + " training", RandomKda.packed(200 + offset, lengths, 1, 1, 8, 8, PLAIN, false, 0));
     }
 
     static Stream<Arguments> cases() {
@@ -63,7 +64,7 @@ class KdaFlatChunkTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
     void chunkedMatchesRecurrent(String name, RandomKda.Problem p) {
-        compare(name, p);
+        assertChunkedMatchesRecurrent(name, p);
     }
 
     @Test
@@ -77,7 +78,7 @@ class KdaFlatChunkTest {
         Arrays.fill(ids, 2 * rowLength + 70, 3 * rowLength, 4);
         Segments segments = Varlen.fromSegmentIds(ids, 3, rowLength);
         RandomKda.Problem p = RandomKda.draw(9, segments, 1, 2, 8, 8, SOFTPLUS, true, 0);
-        compare("padding", p);
+        assertChunkedMatchesRecurrent("padding", p);
         KdaBackend.KdaResult r = new KdaChunked(2).forward(p.inputs(), p.options());
         KdaBackend.KdaGradients g = new KdaChunked(2).backward(p.inputs(), p.options(), p.dO(), p.dHt());
         int perToken = 2 * 8;
@@ -124,34 +125,6 @@ class KdaFlatChunkTest {
         Arrays.fill(ids, 12, 20, 3);
         assertArrayEquals(new int[] {0, 2, 3}, chunked.runs(Varlen.fromSegmentIds(ids, 2, 10)),
                 "padding between documents starts a new run");
-    }
-
-    private static void compare(String name, RandomKda.Problem p) {
-        KdaBackend reference = new KdaRecurrent(2);
-        KdaBackend chunked = new KdaChunked(2);
-        KdaBackend.KdaResult r = reference.forward(p.inputs(), p.options());
-        KdaBackend.KdaResult c = chunked.forward(p.inputs(), p.options());
-        assertClose(name + " o", c.o(), r.o(), 1e-5);
-        assertClose(name + " ht", c.ht(), r.ht(), 1e-5);
-        KdaBackend.KdaGradients gr = reference.backward(p.inputs(), p.options(), p.dO(), p.dHt());
-        KdaBackend.KdaGradients gc = chunked.backward(p.inputs(), p.options(), p.dO(), p.dHt());
-        assertClose(name + " dq", gc.dq(), gr.dq(), 1e-4);
-        assertClose(name + " dk", gc.dk(), gr.dk(), 1e-4);
-        assertClose(name + " dv", gc.dv(), gr.dv(), 1e-4);
-        assertClose(name + " dg", gc.dg(), gr.dg(), 1e-4);
-        assertClose(name + " dbeta", gc.dBeta(), gr.dBeta(), 1e-4);
-        if (gr.dH0() != null) {
-            assertClose(name + " dh0", gc.dH0(), gr.dH0(), 1e-4);
-        }
-        if (gr.dALog() != null) {
-            assertClose(name + " dA_log", gc.dALog(), gr.dALog(), 1e-4);
-            assertClose(name + " ddt_bias", gc.dDtBias(), gr.dDtBias(), 1e-4);
-        }
-        for (float[] a : new float[][] {c.o(), c.ht(), gc.dq(), gc.dk(), gc.dv(), gc.dg(), gc.dBeta()}) {
-            for (float x : a) {
-                assertTrue(Float.isFinite(x), name + ": non-finite value " + x);
-            }
-        }
     }
 
     /** Lengths of documents of {@code length} tokens (the last shorter) covering {@code tokens}. */
