@@ -194,7 +194,7 @@ class ClusterTest {
      */
     private void dataParallelJobOnTheTwoWorkers(TrainingServer api, TrainingServer other) throws Exception {
         Map<String, Object> config = demo(3);
-        String job = api.startJob(config);
+        String job = startOnceWorkersRegistered(api, config);
         JsonNode cluster = readCluster(other);
         long workersRunning = 0;
         for (JsonNode member : cluster.path("members")) {
@@ -239,6 +239,28 @@ class ClusterTest {
         HttpResponse<String> response = api.send(api.request("/v1/cluster").build());
         assertEquals(200, response.statusCode(), response.body());
         return TrainingServer.JSON.readTree(response.body());
+    }
+
+    /**
+     * Starts a job once the job directory knows enough workers: members are {@code Up} before their registration
+     * through the Receptionist reaches the directory, which meanwhile answers 503 (no worker) or 400 (fewer workers
+     * than ranks), as documented. Any other answer fails at once.
+     */
+    private static String startOnceWorkersRegistered(TrainingServer api, Map<String, Object> config) throws Exception {
+        long deadline = System.nanoTime() + TrainingServer.WAIT.toNanos();
+        HttpResponse<String> created;
+        do {
+            created = api.send(api.request("/v1/jobs").header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(TrainingServer.JSON.writeValueAsString(config))).build());
+            boolean registering = created.statusCode() == 503
+                    || created.statusCode() == 400 && created.body().contains("worker member(s) up");
+            if (!registering) {
+                break;
+            }
+            Thread.sleep(200);
+        } while (System.nanoTime() < deadline);
+        assertEquals(201, created.statusCode(), created.body());
+        return TrainingServer.JSON.readTree(created.body()).get("id").asText();
     }
 
     private static void awaitMembers(TrainingServer api, int count) throws Exception {
