@@ -105,9 +105,7 @@ class ClusterTest {
             assertTrue(failed.path("error").asText().contains("left the cluster"), failed.toString());
             assertTrue(List.of("running", "succeeded").contains(second.status(other).path("state").asText()),
                     "the other job is unaffected");
-            HttpResponse<String> tooMany = second.send(second.request("/v1/jobs").header("Content-Type",
-                    "application/json").POST(HttpRequest.BodyPublishers.ofString(TrainingServer.JSON.writeValueAsString(
-                    demo(3)))).build());
+            HttpResponse<String> tooMany = second.submitJob(demo(3));
             assertEquals(400, tooMany.statusCode(), "two ranks, one worker left: " + tooMany.body());
             assertTrue(tooMany.body().contains("train.data_parallel"), tooMany.body());
 
@@ -250,8 +248,7 @@ class ClusterTest {
         long deadline = System.nanoTime() + TrainingServer.WAIT.toNanos();
         HttpResponse<String> created;
         do {
-            created = api.send(api.request("/v1/jobs").header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(TrainingServer.JSON.writeValueAsString(config))).build());
+            created = api.submitJob(config);
             boolean registering = created.statusCode() == 503
                     || created.statusCode() == 400 && created.body().contains("worker member(s) up");
             if (!registering) {

@@ -116,10 +116,19 @@ final class TrainingServer implements AutoCloseable {
         return startJob(JSON.writeValueAsString(config), "application/json");
     }
 
+    /** {@code POST /v1/jobs} of {@code config} as JSON; the answer, whatever its status. */
+    HttpResponse<String> submitJob(Map<String, Object> config) throws Exception {
+        return submitJob(JSON.writeValueAsString(config), "application/json");
+    }
+
+    private HttpResponse<String> submitJob(String document, String contentType) throws Exception {
+        return send(request("/v1/jobs").header("Content-Type", contentType)
+                .POST(HttpRequest.BodyPublishers.ofString(document)).build());
+    }
+
     /** Starts a job from a configuration document of the given content type; returns its id. */
     String startJob(String document, String contentType) throws Exception {
-        HttpResponse<String> created = send(request("/v1/jobs").header("Content-Type", contentType)
-                .POST(HttpRequest.BodyPublishers.ofString(document)).build());
+        HttpResponse<String> created = submitJob(document, contentType);
         assertEquals(201, created.statusCode(), created.body());
         return JSON.readTree(created.body()).get("id").asText();
     }

@@ -75,19 +75,7 @@ class CompletionsServerTest {
 
     /** A run directory as kdapack train leaves it: config.json and one checkpoint of a tiny byte-vocabulary model. */
     static void writeRun(Path run, long seed) throws Exception {
-        KdapackConfig config = ConfigLoader.fromYaml("""
-                model:
-                  vocab_size: 258
-                  hidden_size: 16
-                  num_layers: 2
-                  full_attention_interval: 2
-                  intermediate_size: 24
-                  kda: {num_heads: 1, num_v_heads: 2, head_dim: 8}
-                  mla: {num_heads: 2, q_lora_rank: 8, kv_lora_rank: 8, qk_nope_head_dim: 4, qk_rope_head_dim: 4,
-                        v_head_dim: 4}
-                  mtp: {depth: 0}
-                train: {backend: cpu}
-                """);
+        KdapackConfig config = ConfigLoader.fromYaml(LiveJobFactory.MODEL_YAML);
         HybridModel model = new HybridModel(config.model(), new KdaChunked(1), true);
         model.initialize(seed);
         Random random = new Random(seed);
