@@ -45,11 +45,12 @@ class GenerateCommandTest {
     /**
      * Bound on {@code |ln p_generate − ln p_eval|} for one token at one query. Both are float32 forwards of the same
      * weights over the same document, summed in different orders: generate's prefill runs the document alone with
-     * KDA chunks aligned to it and MLA through the absorbed latent cache, the eval runs it packed in a row with KDA's
-     * chunks over the packed axis and MLA's per-head keys; the model's inference tests bound the logits' relative
-     * difference by 1e-5 (6e-7 seen), and a log-softmax over 132 logits of magnitude ≲ 20 moves by ≲ 2·20·1e-5.
+     * KDA's chunks aligned to it and MLA through the absorbed latent cache, the eval runs it packed in a row with KDA's
+     * chunks over the packed axis and MLA's per-head keys and values. The model's inference tests find the logits'
+     * relative difference ≤ 6e-7 (bound 1e-5); a log-softmax moves by at most twice the largest logit difference.
+     * Seen: ≤ 1e-6 on the short run and on the full demo run (docs/inference.md); the bound leaves 20×.
      */
-    private static final double LOG_PROB_TOLERANCE = 4e-4;
+    private static final double LOG_PROB_TOLERANCE = 2e-5;
 
     @TempDir
     static Path dir;
@@ -179,14 +180,16 @@ class GenerateCommandTest {
             noneRecalled += generateRecalled && q.answer() == task.noneId() ? 1 : 0;
             greedyRight += id == q.answer() ? 1 : 0;
         }
-        // The eval's logits are what it scored: float32 logits, the loss's log-sum-exp summed in another order.
-        assertTrue(worstEvalLoss <= 1e-5, "eval loss vs the eval logits' cross-entropy: " + worstEvalLoss);
+        // The eval's logits are what it scored: its loss is their log-softmax at the answer, in float64 as here, only
+        // summed in another order (seen: 2e-15).
+        assertTrue(worstEvalLoss <= 1e-9, "eval loss vs the eval logits' cross-entropy: " + worstEvalLoss);
         int n = queries.size();
         long none = scored.noneAnswers();
         System.out.printf(Locale.ROOT, "%s: %d held-out queries; generate recalls %d (%.2f %%; NONE %d of %d), eval "
                 + "recall_accuracy %.4f %%; greedy right %d (%.2f %%); borderline %d, near ties %d; largest |logprob "
-                + "difference| %.2e%n", run, n, recalled, 100.0 * recalled / n, noneRecalled, none,
-                100 * scored.recallAccuracy(), greedyRight, 100.0 * greedyRight / n, borderline, nearTies, worstLogProb);
+                + "difference| %.2e (eval loss vs its logits %.2e)%n", run, n, recalled, 100.0 * recalled / n, noneRecalled,
+                none, 100 * scored.recallAccuracy(), greedyRight, 100.0 * greedyRight / n, borderline, nearTies,
+                worstLogProb, worstEvalLoss);
         assertEquals(scored.recallAccuracy(), recalled / (double) n, borderline / (double) n + 1e-12);
         assertEquals(scored.noneRecall(), noneRecalled / (double) none, borderline / (double) none + 1e-12);
         assertEquals(scored.boundRecall(), (recalled - noneRecalled) / (double) (n - none),
