@@ -145,8 +145,7 @@ final class TrainCommand implements Callable<Integer> {
                     + "beside it and the demo task's token ids)");
             return Map.of();
         }
-        RecallEval evaluator = new RecallEval(task, cfg.train().seqLength(), cfg.train().microBatchSize(),
-                trainer.model().mtpDepth());
+        RecallEval evaluator = recallEval(cfg, trainer.model().mtpDepth());
         RecallEval.Result r = evaluator.score(evaluator.batches(heldOut.get(), EVAL_ROWS), trainer::evaluate);
         RecallEval.PackingCheck packing = evaluator.packedVsAlone(heldOut.get(), EVAL_ROWS, trainer::evaluate);
         Map<String, Object> eval = new LinkedHashMap<>();
@@ -168,6 +167,14 @@ final class TrainCommand implements Callable<Integer> {
         err.printf(Locale.ROOT, "kdapack train: per-document loss packed vs alone: largest relative difference %.2e "
                 + "(%d documents)%n", packing.maxRelErr(), packing.documents());
         return eval;
+    }
+
+    /**
+     * The held-out recall eval of a run of {@code cfg}: the demo task in rows of {@code train.seq_length}, as many to a
+     * forward pass as a micro-batch holds. Score its {@code batches(heldOut, EVAL_ROWS)}.
+     */
+    static RecallEval recallEval(KdapackConfig cfg, int mtpDepth) {
+        return new RecallEval(AssociativeRecall.demo(), cfg.train().seqLength(), cfg.train().microBatchSize(), mtpDepth);
     }
 
     /** The command-line overrides as {@code kdapack.train.*} properties, over the JVM's own. */

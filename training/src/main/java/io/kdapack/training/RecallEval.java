@@ -20,7 +20,8 @@ import java.util.function.Function;
  *
  * <p>Recall accuracy counts an answer as recalled when the model gives the right value a probability above ½
  * (cross-entropy below ln 2): then it is certainly the arg-max. The model interface reports losses, not logits, so
- * this is a lower bound of arg-max accuracy.
+ * this is a lower bound of arg-max accuracy. {@link #queries} gives each answer's verdict, the one {@link #score}
+ * counts; every answer is one token (a value or {@code NONE}).
  *
  * <p>{@link #packedVsAlone} shows the mechanism directly, whatever the training reached: it scores every held-out
  * document of those rows packed and alone in a row of its own, and compares the two per-document losses. With
@@ -42,6 +43,24 @@ public final class RecallEval {
      */
     public record Result(int documents, long answers, double answerLoss, double recallAccuracy, long noneAnswers,
                          double boundRecall, double noneRecall) {
+    }
+
+    /**
+     * One held-out query as the eval scores it.
+     *
+     * @param batch    index of its micro-batch in the list scored
+     * @param position its flat index {@code row·L + i} in that micro-batch: the input there is the queried key, the
+     *                 label the answer
+     * @param prompt   its document from the first token up to and including the queried key: what the prediction of
+     *                 the answer may see (with isolation; packed, the row's earlier documents come before it)
+     * @param answer   the expected answer: a value, or {@code NONE}
+     * @param loss     the cross-entropy of the answer there (nats)
+     */
+    public record Query(int batch, int position, int[] prompt, int answer, double loss) {
+        /** The eval's verdict: the answer had a probability above ½. */
+        public boolean recalled() {
+            return loss < LN_2;
+        }
     }
 
     /**
@@ -109,29 +128,43 @@ public final class RecallEval {
     /** Scores {@code batches} (from {@link #batches}) with {@code forward} (a forward pass without gradients). */
     public Result score(List<MicroBatch> batches, Function<MicroBatch, LanguageModel.Output> forward) {
         double sum = 0;
-        long answers = 0;
         long recalled = 0;
         long noneAnswers = 0;
         long noneRecalled = 0;
-        int documents = 0;
-        for (MicroBatch batch : batches) {
+        List<Query> queries = queries(batches, forward);
+        for (Query q : queries) {
+            int hit = q.recalled() ? 1 : 0;
+            sum += q.loss();
+            recalled += hit;
+            if (q.answer() == task.noneId()) {
+                noneAnswers++;
+                noneRecalled += hit;
+            }
+        }
+        long answers = queries.size();
+        int documents = batches.stream().mapToInt(MicroBatch::segmentCount).sum();
+        return new Result(documents, answers, answers == 0 ? 0 : sum / answers, fraction(recalled, answers),
+                noneAnswers, fraction(recalled - noneRecalled, answers - noneAnswers), fraction(noneRecalled, noneAnswers));
+    }
+
+    /**
+     * Every answer of {@code batches} (from {@link #batches}) with its loss under {@code forward} (a forward pass
+     * without gradients) and its verdict: in batch order, then position order, the answers {@link #score} counts.
+     */
+    public List<Query> queries(List<MicroBatch> batches, Function<MicroBatch, LanguageModel.Output> forward) {
+        List<Query> queries = new ArrayList<>();
+        for (int b = 0; b < batches.size(); b++) {
+            MicroBatch batch = batches.get(b);
             double[] loss = forward.apply(batch).perTokenLoss();
             for (int i = 0; i < loss.length; i++) {
                 if (batch.lossMask()[i] != 0f) {
-                    int hit = loss[i] < LN_2 ? 1 : 0;
-                    sum += loss[i];
-                    answers++;
-                    recalled += hit;
-                    if (batch.labels()[i] == task.noneId()) {
-                        noneAnswers++;
-                        noneRecalled += hit;
-                    }
+                    int documentStart = i - batch.positionIds()[i];
+                    queries.add(new Query(b, i, Arrays.copyOfRange(batch.tokens(), documentStart, i + 1),
+                            batch.labels()[i], loss[i]));
                 }
             }
-            documents += batch.segmentCount();
         }
-        return new Result(documents, answers, answers == 0 ? 0 : sum / answers, fraction(recalled, answers),
-                noneAnswers, fraction(recalled - noneRecalled, answers - noneAnswers), fraction(noneRecalled, noneAnswers));
+        return queries;
     }
 
     private static double fraction(long part, long whole) {

@@ -1,5 +1,6 @@
 package io.kdapack.training;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -69,17 +70,37 @@ class RecallEvalTest {
         assertEquals(0.0, unsure.recallAccuracy(), "probability ½ or less is not recall");
 
         // Sure of NONE only: the NONE answers recalled, the values not.
-        RecallEval.Result noneOnly = eval.score(batches, batch -> {
+        Function<MicroBatch, LanguageModel.Output> sureOfNone = batch -> {
             double[] loss = new double[batch.size()];
             for (int i = 0; i < loss.length; i++) {
                 loss[i] = batch.labels()[i] == TASK.noneId() ? 0.1 : 2.0;
             }
             return new LanguageModel.Output(loss, 0, 0, null, 0, 0);
-        });
+        };
+        RecallEval.Result noneOnly = eval.score(batches, sureOfNone);
         assertEquals(noneAnswers, noneOnly.noneAnswers());
         assertEquals(1.0, noneOnly.noneRecall());
         assertEquals(0.0, noneOnly.boundRecall());
         assertEquals((double) noneAnswers / answers, noneOnly.recallAccuracy(), 1e-15);
+
+        // Query by query, in file order: the document up to and including the queried key, the answer, the verdict.
+        List<RecallEval.Query> queries = eval.queries(batches, sureOfNone);
+        assertEquals(answers, queries.size());
+        int q = 0;
+        for (int[] document : documents) {
+            boolean[] answer = TASK.answerPositions(document);
+            for (int t = 0; t < document.length; t++) {
+                if (answer[t]) {
+                    RecallEval.Query query = queries.get(q++);
+                    assertArrayEquals(Arrays.copyOf(document, t), query.prompt(), "query " + q);
+                    assertEquals(document[t], query.answer());
+                    assertEquals(document[t] == TASK.noneId(), query.recalled());
+                    MicroBatch batch = batches.get(query.batch());
+                    assertEquals(document[t - 1], batch.tokens()[query.position()], "the key is the input there");
+                    assertEquals(document[t], batch.labels()[query.position()], "the answer is the label there");
+                }
+            }
+        }
     }
 
     /**
