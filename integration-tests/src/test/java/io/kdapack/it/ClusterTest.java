@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.training.StepResult;
+import java.net.ConnectException;
 import java.net.ServerSocket;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -247,7 +248,13 @@ class ClusterTest {
         long deadline = System.nanoTime() + TrainingServer.WAIT.toNanos();
         boolean gone = false;
         while (!gone && System.nanoTime() < deadline) {
-            JsonNode cluster = readCluster(survivor);
+            JsonNode cluster;
+            try {
+                cluster = readCluster(survivor);
+            } catch (ConnectException e) {
+                throw new AssertionError("the survivor stopped answering (downed?) after the stopped member's statuses "
+                        + seen, e);
+            }
             gone = true;
             for (JsonNode member : cluster.path("members")) {
                 String address = member.path("address").asText();
