@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kdapack.training.StepResult;
+import java.net.ConnectException;
 import java.net.ServerSocket;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -43,14 +44,17 @@ class ClusterTest {
     /**
      * An api member, a worker, and a member that is both. Two jobs at once land on the two workers; the worker of the first is killed
      * (SIGKILL) mid-run: the job ends {@code failed} naming the worker, within a bound, its stream ends, and the other
-     * job goes on; a data-parallel job (two ranks) gives the losses of {@code kdapack train}. The second api member
-     * serves both jobs, a resume of the failed one runs on the surviving worker, and its steps (read from the api member with
-     * {@code Last-Event-ID: 0}) are those of an uninterrupted {@code kdapack train} run bit for bit; the second job's
-     * stream, read from the second api member since before the kill, holds every step once and its end.
+     * job goes on; a data-parallel job (two ranks) gives the losses of {@code kdapack train}. Then the first api member,
+     * the oldest (the cluster's leader and the job directory's holder), is stopped with SIGTERM while a job runs: it
+     * leaves the cluster (the other member never sees it unreachable, nor downs itself), the job goes on and the other
+     * api member serves its status and its stream. That member serves every job, a resume of the failed one runs on the
+     * surviving worker, and its steps (read from the api member with {@code Last-Event-ID: 0}) are those of an
+     * uninterrupted {@code kdapack train} run bit for bit; the second job's stream, read from the second api member
+     * since before the kill, holds every step once and its end.
      */
     @Test
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void twoJobsADataParallelJobAWorkerKilledMidJobAndAResume() throws Exception {
+    void twoJobsADataParallelJobAWorkerKilledMidJobAnApiMemberStoppedAndAResume() throws Exception {
         int seedPort = ClusterMember.freePort();
         String seeds = "  seed_nodes: [\"127.0.0.1:" + seedPort + "\"]\n";
         Map<String, Object> killedConfig = TrainingServer.tinyConfig(60, PREFIX);
@@ -65,7 +69,7 @@ class ClusterTest {
                     seeds + "  roles: [worker]\n" + FAST_FAILURE);
             ClusterMember apiWorkerB = start(members, "api-worker-b", Math.max(portA, portB),
                     seeds + "  roles: [api, worker]\n" + FAST_FAILURE);
-            api1.awaitUp();
+            String address1 = api1.awaitUp();
             String addressA = workerA.awaitUp();
             String addressB = apiWorkerB.awaitUp();
             TrainingServer first = new TrainingServer(api1.awaitHttp());
@@ -109,8 +113,7 @@ class ClusterTest {
             assertEquals(400, tooMany.statusCode(), "two ranks, one worker left: " + tooMany.body());
             assertTrue(tooMany.body().contains("train.data_parallel"), tooMany.body());
 
-            // Not tested here: an api member stopped with SIGTERM. Its Artery connections drop before the others see it
-            // leave, and with two members left keep-majority then downs the survivor (docs/cluster.md, Failure: open).
+            apiMemberStoppedWhileAJobRuns(api1, address1, second, addressB);
             HttpResponse<String> resumed = awaitResume(second, killed);
             assertEquals(202, resumed.statusCode(), resumed.body());
             assertEquals(otherOn, memberRunning(readCluster(second), killed), "resumed on the surviving worker");
@@ -122,6 +125,9 @@ class ClusterTest {
                     .header("Last-Event-ID", "0").build(), Integer.MAX_VALUE);
             assertEquals("succeeded", replay.end());
             assertConsecutive(60, replay.steps());
+            JsonNode survivor = readCluster(second).path("members");
+            assertEquals(1, survivor.size(), survivor.toString());
+            assertEquals("Up", survivor.get(0).path("status").asText(), "the last member is still up: " + survivor);
             List<StepResult> direct = TrainingServer.trainDirectly(killedConfig, MQAR.resolve("mqar-train"),
                     Files.createDirectories(temp.resolve("direct")));
             for (StepResult step : direct) {
@@ -225,6 +231,79 @@ class ClusterTest {
         assertTrue(metrics.contains("kdapack_job_exchange_bytes{job=\"" + job + "\"}"), metrics);
     }
 
+    /**
+     * Stops {@code stopped} (an api member) with SIGTERM while a job runs on the worker of {@code survivor}: every view
+     * of {@code GET /v1/cluster} on the survivor shows the stopped member {@code Up}, {@code Leaving} or {@code Exiting}
+     * and reachable, then not at all (removed), and the survivor itself {@code Up}; the member exits with 143 (SIGTERM
+     * after its shutdown hook); the job still advances afterwards, its status and its stream (opened on the survivor
+     * before the stop) go on, every step once, until it is cancelled.
+     */
+    private static void apiMemberStoppedWhileAJobRuns(ClusterMember stopped, String stoppedAddress,
+                                                      TrainingServer survivor, String survivorAddress) throws Exception {
+        awaitMembers(survivor, 2); // the killed worker removed: the two left are up
+        String job = survivor.startJob(longRun());
+        TrainingServer.Events stream = survivor.follow(survivor.request("/v1/jobs/" + job + "/events").build(), 2);
+        stopped.terminate();
+        List<String> seen = new ArrayList<>(); // the stopped member's status in each view, for the report
+        long deadline = System.nanoTime() + TrainingServer.WAIT.toNanos();
+        boolean gone = false;
+        while (!gone && System.nanoTime() < deadline) {
+            JsonNode cluster;
+            try {
+                cluster = readCluster(survivor);
+            } catch (ConnectException e) {
+                throw new AssertionError("the survivor stopped answering (downed?) after the stopped member's statuses "
+                        + seen, e);
+            }
+            gone = true;
+            for (JsonNode member : cluster.path("members")) {
+                String address = member.path("address").asText();
+                String status = member.path("status").asText();
+                assertTrue(member.path("reachable").asBoolean(), "no member unreachable: " + seen + " " + cluster);
+                if (address.equals(survivorAddress)) {
+                    assertEquals("Up", status, "the survivor is never downed: " + seen + " " + cluster);
+                } else if (address.equals(stoppedAddress)) {
+                    gone = false;
+                    assertTrue(List.of("Up", "Leaving", "Exiting").contains(status),
+                            "the stopped member leaves: " + seen + " " + cluster);
+                    if (seen.isEmpty() || !seen.getLast().equals(status)) {
+                        seen.add(status);
+                    }
+                }
+            }
+            Thread.sleep(gone ? 0 : 50);
+        }
+        assertTrue(gone, "the stopped member is removed within " + TrainingServer.WAIT + " (statuses " + seen + ")");
+        assertEquals(143, stopped.awaitExit(), "SIGTERM, after the shutdown hook: " + stopped.output());
+        long stepWhenGone = survivor.status(job).path("step").asLong();
+        long deadlineStep = System.nanoTime() + TrainingServer.WAIT.toNanos();
+        JsonNode status = survivor.status(job);
+        while (status.path("step").asLong() <= stepWhenGone && System.nanoTime() < deadlineStep) {
+            Thread.sleep(50);
+            status = survivor.status(job);
+        }
+        assertEquals("running", status.path("state").asText(), "the job goes on: " + status);
+        assertTrue(status.path("step").asLong() > stepWhenGone, "the job advances after the member left: " + status);
+        HttpResponse<String> cancel = survivor.send(survivor.request("/v1/jobs/" + job).DELETE().build());
+        assertEquals(202, cancel.statusCode(), cancel.body());
+        TrainingServer.Events rest = TrainingServer.read(stream.remaining(), Integer.MAX_VALUE);
+        assertEquals("cancelled", rest.end(), "the stream opened before the stop ends with the job");
+        List<JsonNode> steps = new ArrayList<>(stream.steps());
+        steps.addAll(rest.steps());
+        assertTrue(steps.size() > stepWhenGone, "steps streamed after the member left: " + steps.size());
+        assertConsecutive(steps.size(), steps);
+    }
+
+    /** The tiny model for more steps than a test waits for (it is cancelled), with no checkpoint before the end. */
+    private static Map<String, Object> longRun() {
+        Map<String, Object> config = new LinkedHashMap<>(TrainingServer.tinyConfig(100_000, PREFIX));
+        @SuppressWarnings("unchecked")
+        Map<String, Object> train = new LinkedHashMap<>((Map<String, Object>) config.get("train"));
+        train.put("checkpoint", Map.of("interval", 0));
+        config.put("train", train);
+        return config;
+    }
+
     private ClusterMember start(List<ClusterMember> members, String name, int port, String clusterYaml)
             throws Exception {
         ClusterMember member = new ClusterMember(Files.createDirectories(temp.resolve("cluster")), MQAR.getParent(), name,
@@ -260,6 +339,7 @@ class ClusterTest {
         return TrainingServer.JSON.readTree(created.body()).get("id").asText();
     }
 
+    /** Waits (bounded) until the cluster is {@code count} members, all up and reachable. */
     private static void awaitMembers(TrainingServer api, int count) throws Exception {
         long deadline = System.nanoTime() + TrainingServer.WAIT.toNanos();
         JsonNode cluster = null;
@@ -269,7 +349,7 @@ class ClusterTest {
             for (JsonNode member : cluster.path("members")) {
                 up += member.path("status").asText().equals("Up") && member.path("reachable").asBoolean() ? 1 : 0;
             }
-            if (up == count) {
+            if (up == count && cluster.path("members").size() == count) {
                 return;
             }
             Thread.sleep(100);

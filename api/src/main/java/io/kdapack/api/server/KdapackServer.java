@@ -115,8 +115,12 @@ public final class KdapackServer implements AutoCloseable {
                                       InferenceLimits inferenceLimits, Path jobsDir, ClusterConfig cluster)
             throws IOException, InterruptedException {
         byte[] openApi = openApiDocument();
-        // Shutdown order is ours (jobs checkpoint, then HTTP, then actors): Pekko's own JVM hook would stop
-        // the actors concurrently with it, before the jobs could checkpoint.
+        // Shutdown order is ours (jobs checkpoint, then HTTP, then actors, whose coordinated shutdown leaves the
+        // cluster before remoting stops): Pekko's own JVM hooks would run concurrently with it. Both kinds are off:
+        // CoordinatedShutdown's would stop the actors before the jobs could checkpoint, and Artery's (which waits only
+        // for hooks registered through CoordinatedShutdown, none here) would close every connection the moment the
+        // JVM is asked to stop, so that the other members saw this one unreachable instead of leaving, and the split
+        // brain resolver could down the last of them (docs/cluster.md, "Failure").
         // Pekko's timer wheel ticks whether or not a timeout is due: at its default 10 ms, about 1 % of a core on
         // this 2-core VM, idle or not, and a wakeup on a trainer's core 100 times a second. The server's timeouts
         // are 0.3 s and more, so 100 ms ticks (a timeout fires up to one tick late) lose nothing.
@@ -124,6 +128,7 @@ public final class KdapackServer implements AutoCloseable {
         // (JobOutOfMemory) before Pekko sees it. A fatal error anywhere else leaves the process in an unknown state,
         // so Pekko's exit on it stays on, stated here rather than left to the default.
         Config config = ConfigFactory.parseString("""
+                        pekko.jvm-shutdown-hooks = off
                         pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
                         pekko.scheduler.tick-duration = 100ms
                         pekko.jvm-exit-on-fatal-error = on
