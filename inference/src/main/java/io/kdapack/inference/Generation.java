@@ -18,6 +18,8 @@ public final class Generation {
     private int prefilled;
     private int[] generated = new int[8];
     private double[] logprobs = new double[8];
+    /** Per generated token, when {@code params.topLogprobs() > 0}: its most likely alternatives. */
+    private Sampler.Alternatives[] alternatives;
     private int count;
     private String text = "";
     private FinishReason finish;
@@ -26,6 +28,7 @@ public final class Generation {
         this.prompt = prompt;
         this.params = params;
         this.sampler = new Sampler(params);
+        this.alternatives = params.topLogprobs() > 0 ? new Sampler.Alternatives[8] : null;
         this.state = state;
         this.tokenizer = tokenizer;
     }
@@ -46,6 +49,14 @@ public final class Generation {
     /** {@code ln p(tokens[i])} under the model's softmax at temperature 1. */
     public double[] logprobs() {
         return Arrays.copyOf(logprobs, count);
+    }
+
+    /**
+     * At each generated position, the {@code params().topLogprobs()} most likely tokens and their {@code ln p} at
+     * temperature 1, most likely first; empty when none were asked for.
+     */
+    public Sampler.Alternatives[] alternatives() {
+        return alternatives == null ? new Sampler.Alternatives[0] : Arrays.copyOf(alternatives, count);
     }
 
     /** Number of generated tokens. */
@@ -123,9 +134,15 @@ public final class Generation {
         if (count == generated.length) {
             generated = Arrays.copyOf(generated, 2 * count);
             logprobs = Arrays.copyOf(logprobs, 2 * count);
+            if (alternatives != null) {
+                alternatives = Arrays.copyOf(alternatives, 2 * count);
+            }
         }
         generated[count] = token;
         logprobs[count] = Sampler.logProbability(logits, offset, vocab, token);
+        if (alternatives != null) {
+            alternatives[count] = Sampler.top(logits, offset, vocab, params.topLogprobs());
+        }
         count++;
         text = decode(tokens());
         for (String stop : params.stop()) {

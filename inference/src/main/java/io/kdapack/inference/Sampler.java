@@ -82,14 +82,60 @@ public final class Sampler {
      * temperature), in float64.
      */
     public static double logProbability(float[] logits, int offset, int vocab, int id) {
+        double max = max(logits, offset, vocab);
+        return logits[offset + id] - max - shiftedLogSumExp(logits, offset, vocab, max);
+    }
+
+    /**
+     * The {@code count} most likely ids of the row (by logit, the lower id first on ties), most likely first, each
+     * with its {@link #logProbability}.
+     *
+     * @return {@code count} ids and their log-probabilities; fewer when the vocabulary is smaller
+     */
+    public static Alternatives top(float[] logits, int offset, int vocab, int count) {
+        int n = Math.min(count, vocab);
+        int[] ids = new int[n];
+        int found = 0;
+        // n is at most SamplingParams.MAX_TOP_LOGPROBS: an insertion into a short sorted list beats sorting the row.
+        for (int i = 0; i < vocab; i++) {
+            float logit = logits[offset + i];
+            int at = found;
+            while (at > 0 && logits[offset + ids[at - 1]] < logit) {
+                at--;
+            }
+            if (at < n) {
+                System.arraycopy(ids, at, ids, at + 1, Math.min(found, n - 1) - at);
+                ids[at] = i;
+                found = Math.min(found + 1, n);
+            }
+        }
+        double max = max(logits, offset, vocab);
+        double logSum = shiftedLogSumExp(logits, offset, vocab, max);
+        double[] logprobs = new double[n];
+        for (int i = 0; i < n; i++) {
+            logprobs[i] = logits[offset + ids[i]] - max - logSum;
+        }
+        return new Alternatives(ids, logprobs);
+    }
+
+    /** Ids, most likely first, and {@code ln p} of each at temperature 1. */
+    public record Alternatives(int[] ids, double[] logprobs) {
+    }
+
+    private static double max(float[] logits, int offset, int vocab) {
         double max = Double.NEGATIVE_INFINITY;
         for (int i = 0; i < vocab; i++) {
             max = Math.max(max, logits[offset + i]);
         }
+        return max;
+    }
+
+    /** {@code ln Σ exp(logit − max)}: the log-sum-exp less {@code max}, kept apart so that no rounding joins them. */
+    private static double shiftedLogSumExp(float[] logits, int offset, int vocab, double max) {
         double sum = 0;
         for (int i = 0; i < vocab; i++) {
             sum += Math.exp(logits[offset + i] - max);
         }
-        return logits[offset + id] - max - Math.log(sum);
+        return Math.log(sum);
     }
 }

@@ -16,10 +16,15 @@ import java.util.List;
  *                    and this seed only
  * @param stop        [stop] strings that end the generation when the decoded text contains one (the text is cut
  *                    before it); at most {@link #MAX_STOP} of at most {@link #MAX_STOP_CHARS} characters
+ * @param topLogprobs [logprobs] how many of the most likely tokens to record with their log-probabilities at each
+ *                    generated position, 0 to {@link #MAX_TOP_LOGPROBS} (OpenAI's bound); recording them changes
+ *                    no token
  */
-public record SamplingParams(int maxTokens, double temperature, int topK, double topP, long seed, List<String> stop) {
+public record SamplingParams(int maxTokens, double temperature, int topK, double topP, long seed, List<String> stop,
+                             int topLogprobs) {
     public static final int MAX_STOP = 4;
     public static final int MAX_STOP_CHARS = 256;
+    public static final int MAX_TOP_LOGPROBS = 5;
 
     public SamplingParams {
         if (maxTokens < 1) {
@@ -34,6 +39,10 @@ public record SamplingParams(int maxTokens, double temperature, int topK, double
         if (!(topP > 0 && topP <= 1)) {
             throw new IllegalArgumentException("top_p must be in (0, 1], got " + topP);
         }
+        if (topLogprobs < 0 || topLogprobs > MAX_TOP_LOGPROBS) {
+            throw new IllegalArgumentException("logprobs must be in [0, " + MAX_TOP_LOGPROBS
+                    + "] (alternatives recorded per token), got " + topLogprobs);
+        }
         stop = stop == null ? List.of() : List.copyOf(stop);
         if (stop.size() > MAX_STOP) {
             throw new IllegalArgumentException("stop: at most " + MAX_STOP + " strings, got " + stop.size());
@@ -44,6 +53,11 @@ public record SamplingParams(int maxTokens, double temperature, int topK, double
                         + " characters, got " + s.length());
             }
         }
+    }
+
+    /** Generation that records no alternatives ({@code topLogprobs} 0). */
+    public SamplingParams(int maxTokens, double temperature, int topK, double topP, long seed, List<String> stop) {
+        this(maxTokens, temperature, topK, topP, seed, stop, 0);
     }
 
     /** Greedy decoding of up to {@code maxTokens} tokens. */

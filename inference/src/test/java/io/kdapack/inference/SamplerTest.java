@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
 import java.util.List;
+import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 class SamplerTest {
@@ -50,7 +52,7 @@ class SamplerTest {
         int[] b = draws(new Sampler(params), 200);
         int[] c = draws(new Sampler(new SamplingParams(1, 1.5, 0, 1, 124, List.of())), 200);
         assertArrayEquals(a, b);
-        assertTrue(!java.util.Arrays.equals(a, c));
+        assertTrue(!Arrays.equals(a, c));
     }
 
     @Test
@@ -63,6 +65,46 @@ class SamplerTest {
             total += Math.exp(lp);
         }
         assertEquals(1.0, total, 1e-12);
+    }
+
+    @Test
+    void topGivesTheMostLikelyIdsInOrderWithTheLowestIdFirstOnTiesAndTheirLogProbabilities() {
+        // LOGITS: ids 1 and 3 tie at 3.0, then 5 (2.0), 0 (1.0), 2 (0.5), 4 (-2.0). Offset 2 into a padded row checks
+        // that the row is read where it lies.
+        float[] row = new float[LOGITS.length + 3];
+        System.arraycopy(LOGITS, 0, row, 2, LOGITS.length);
+        row[0] = 99f;
+        row[row.length - 1] = 99f;
+        int[][] expected = {{1}, {1, 3}, {1, 3, 5}, {1, 3, 5, 0}, {1, 3, 5, 0, 2}, {1, 3, 5, 0, 2, 4}};
+        for (int count = 1; count <= 7; count++) {
+            Sampler.Alternatives top = Sampler.top(row, 2, LOGITS.length, count);
+            assertArrayEquals(expected[Math.min(count, LOGITS.length) - 1], top.ids(), "count " + count);
+            for (int i = 0; i < top.ids().length; i++) {
+                assertEquals(Sampler.logProbability(row, 2, LOGITS.length, top.ids()[i]), top.logprobs()[i],
+                        "the alternative's ln p is the chosen token's, bit for bit");
+            }
+        }
+        assertEquals(0, Sampler.top(row, 2, LOGITS.length, 0).ids().length);
+    }
+
+    @Test
+    void topAgreesWithSortingTheWholeRowOnRandomRowsWithTies() {
+        SplittableRandom random = new SplittableRandom(11);
+        for (int trial = 0; trial < 200; trial++) {
+            int vocab = 1 + random.nextInt(40);
+            float[] row = new float[vocab];
+            for (int i = 0; i < vocab; i++) {
+                row[i] = random.nextInt(8) - 4; // few distinct values: many ties
+            }
+            Integer[] order = new Integer[vocab];
+            for (int i = 0; i < vocab; i++) {
+                order[i] = i;
+            }
+            Arrays.sort(order, (a, b) -> row[a] != row[b] ? Float.compare(row[b], row[a]) : a - b);
+            int count = 1 + random.nextInt(SamplingParams.MAX_TOP_LOGPROBS);
+            int[] want = Arrays.stream(order).limit(count).mapToInt(Integer::intValue).toArray();
+            assertArrayEquals(want, Sampler.top(row, 0, vocab, count).ids(), "trial " + trial);
+        }
     }
 
     private static int[] counts(SamplingParams params, int n) {

@@ -17,11 +17,17 @@ public interface GenerationSink {
      * @param tokenIds     the new tokens
      * @param tokenTexts   each new token's text alone
      * @param logprobs     {@code ln p} of each new token under the model's softmax at temperature 1
+     * @param alternatives each new token's most likely alternatives (as many as the request's {@code logprobs}
+     *                     asked; empty when it asked none)
      * @param text         the new stable text (see {@code Generation.stableText})
      * @param finishReason set in the choice's last delta
      */
-    record ChoiceDelta(int index, int[] tokenIds, String[] tokenTexts, double[] logprobs, String text,
-                       FinishReason finishReason) {
+    record ChoiceDelta(int index, int[] tokenIds, String[] tokenTexts, double[] logprobs, TopTokens[] alternatives,
+                       String text, FinishReason finishReason) {
+    }
+
+    /** The most likely tokens at one position, most likely first: ids, each one's text alone, {@code ln p}. */
+    record TopTokens(int[] ids, String[] texts, double[] logprobs) {
     }
 
     /** The request passed every check and runs now or waits its turn: nothing but {@link #progress} follows. */

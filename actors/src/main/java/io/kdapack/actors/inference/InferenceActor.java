@@ -2,6 +2,7 @@ package io.kdapack.actors.inference;
 
 import io.kdapack.inference.Generation;
 import io.kdapack.inference.InferenceEngine;
+import io.kdapack.inference.Sampler;
 import io.kdapack.inference.SamplingParams;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -264,8 +265,14 @@ public final class InferenceActor extends AbstractBehavior<InferenceActor.Comman
             int chars = Math.min(request.reportedChars[i], stable.length());
             if (g.generatedCount() > from || stable.length() > chars || g.finished()) {
                 int[] ids = Arrays.copyOfRange(g.tokens(), from, g.generatedCount());
+                Sampler.Alternatives[] alternatives = g.alternatives();
+                GenerationSink.TopTokens[] top = new GenerationSink.TopTokens[Math.max(0, alternatives.length - from)];
+                for (int t = 0; t < top.length; t++) {
+                    Sampler.Alternatives a = alternatives[from + t];
+                    top[t] = new GenerationSink.TopTokens(a.ids(), tokenTexts(request.engine, a.ids()), a.logprobs());
+                }
                 deltas.add(new GenerationSink.ChoiceDelta(i, ids, tokenTexts(request.engine, ids),
-                        Arrays.copyOfRange(g.logprobs(), from, g.generatedCount()), stable.substring(chars),
+                        Arrays.copyOfRange(g.logprobs(), from, g.generatedCount()), top, stable.substring(chars),
                         g.finishReason()));
                 request.reportedTokens[i] = g.generatedCount();
                 request.reportedChars[i] = stable.length();

@@ -60,6 +60,7 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
         final List<Integer> ids = new ArrayList<>();
         final List<String> tokens = new ArrayList<>();
         final List<Double> logprobs = new ArrayList<>();
+        final List<GenerationSink.TopTokens> alternatives = new ArrayList<>();
         FinishReason finish;
     }
 
@@ -158,7 +159,7 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
                 List<Object> chunkChoices = new ArrayList<>();
                 for (GenerationSink.ChoiceDelta d : deltas) {
                     chunkChoices.add(choiceJson(d.index(), d.text(), toList(d.tokenIds()), List.of(d.tokenTexts()),
-                            toList(d.logprobs()), d.finishReason()));
+                            toList(d.logprobs()), List.of(d.alternatives()), d.finishReason()));
                 }
                 writeEvent(StrictJson.write(body(chunkChoices, null)));
             }
@@ -179,6 +180,7 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
                 choice.tokens.add(d.tokenTexts()[i]);
                 choice.logprobs.add(d.logprobs()[i]);
             }
+            choice.alternatives.addAll(List.of(d.alternatives()));
             if (d.finishReason() != null) {
                 choice.finish = d.finishReason();
             }
@@ -187,7 +189,7 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
             List<Object> all = new ArrayList<>();
             for (int i = 0; i < choices.size(); i++) {
                 Choice c = choices.get(i);
-                all.add(choiceJson(i, c.text.toString(), c.ids, c.tokens, c.logprobs, c.finish));
+                all.add(choiceJson(i, c.text.toString(), c.ids, c.tokens, c.logprobs, c.alternatives, c.finish));
             }
             Map<String, Object> usage = new LinkedHashMap<>();
             usage.put("prompt_tokens", promptTokens);
@@ -215,8 +217,15 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
         return body;
     }
 
+    /**
+     * One choice in OpenAI's shape. With {@code logprobs} N &gt; 0, {@code top_logprobs} holds per token a map of the N
+     * most likely tokens' texts to their log-probabilities, most likely first; two ids with the same text alone
+     * (bytes of an unfinished UTF-8 character decode to U+FFFD) share one key, which keeps the more likely one, so the
+     * exact list is also given by id ({@code top_token_ids}, {@code top_token_logprobs}: kdapack's extension).
+     */
     private Map<String, Object> choiceJson(int index, String text, List<Integer> ids, List<String> tokens,
-                                           List<Double> logprobs, FinishReason finish) {
+                                           List<Double> logprobs, List<GenerationSink.TopTokens> alternatives,
+                                           FinishReason finish) {
         Map<String, Object> choice = new LinkedHashMap<>();
         choice.put("index", index);
         choice.put("text", text);
@@ -225,7 +234,25 @@ public final class CompletionHandler extends ChannelInboundHandlerAdapter {
             Map<String, Object> lp = new LinkedHashMap<>();
             lp.put("tokens", tokens);
             lp.put("token_logprobs", logprobs);
-            lp.put("top_logprobs", null);
+            if (request.params().topLogprobs() == 0) {
+                lp.put("top_logprobs", null);
+            } else {
+                List<Map<String, Double>> byText = new ArrayList<>();
+                List<List<Integer>> topIds = new ArrayList<>();
+                List<List<Double>> topLogprobs = new ArrayList<>();
+                for (GenerationSink.TopTokens a : alternatives) {
+                    Map<String, Double> entry = new LinkedHashMap<>();
+                    for (int i = 0; i < a.ids().length; i++) {
+                        entry.putIfAbsent(a.texts()[i], a.logprobs()[i]);
+                    }
+                    byText.add(entry);
+                    topIds.add(toList(a.ids()));
+                    topLogprobs.add(toList(a.logprobs()));
+                }
+                lp.put("top_logprobs", byText);
+                lp.put("top_token_ids", topIds);
+                lp.put("top_token_logprobs", topLogprobs);
+            }
             choice.put("logprobs", lp);
         } else {
             choice.put("logprobs", null);

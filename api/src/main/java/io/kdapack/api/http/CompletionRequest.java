@@ -13,7 +13,7 @@ import java.util.Set;
  * error is a 400 that names the field. Fields: {@code model} (required), {@code prompt} (required: a string, an
  * array of token ids, or an array of either), {@code max_tokens} (16), {@code temperature} (1), {@code top_p} (1),
  * {@code top_k} (0: off), {@code seed} (0), {@code stop} (a string or up to four), {@code stream} (false),
- * {@code logprobs} (null or 0: the chosen token's log-probability). {@code n}, {@code best_of}, {@code echo} and
+ * {@code logprobs} (null: none; 0 to 5: each chosen token's log-probability and that many most likely alternatives). {@code n}, {@code best_of}, {@code echo} and
  * {@code suffix} are accepted only at their defaults; other fields OpenAI defines ({@code user},
  * {@code presence_penalty}, …) are ignored.
  *
@@ -38,15 +38,8 @@ public record CompletionRequest(String model, List<PromptInput> prompts, Samplin
         long seed = root.has("seed") && !root.get("seed").isNull() ? longInteger(root.get("seed"), "seed") : 0;
         List<String> stop = stop(root.get("stop"));
         boolean stream = bool(root, "stream", false);
-        boolean logprobs = false;
-        JsonNode lp = root.get("logprobs");
-        if (lp != null && !lp.isNull()) {
-            if (!lp.isIntegralNumber() || lp.asInt() != 0) {
-                throw ApiException.badRequest("logprobs: only 0 (the chosen token's log-probability) or null is "
-                        + "supported, got " + lp, "logprobs");
-            }
-            logprobs = true;
-        }
+        boolean logprobs = root.has("logprobs") && !root.get("logprobs").isNull();
+        int topLogprobs = integer(root, "logprobs", 0);
         for (String field : IGNORED_WHEN_DEFAULT) {
             JsonNode value = root.get(field);
             boolean isDefault = value == null || value.isNull()
@@ -58,7 +51,7 @@ public record CompletionRequest(String model, List<PromptInput> prompts, Samplin
         }
         SamplingParams params;
         try {
-            params = new SamplingParams(maxTokens, temperature, topK, topP, seed, stop);
+            params = new SamplingParams(maxTokens, temperature, topK, topP, seed, stop, topLogprobs);
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage(), fieldOf(e.getMessage()));
         }

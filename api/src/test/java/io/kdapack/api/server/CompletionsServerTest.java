@@ -110,11 +110,14 @@ class CompletionsServerTest {
         body.put("top_p", 0.9);
         body.put("seed", seed);
         body.put("stream", stream);
-        body.put("logprobs", 0);
+        body.put("logprobs", 3);
         return body.toString();
     }
 
-    /** Each choice's text, token ids, logprobs and finish reason, from a whole response or from its stream. */
+    /**
+     * Each choice's text, token ids, logprobs, top alternatives (by text and by id) and finish reason, from a whole
+     * response or from its stream.
+     */
     private static List<String> choices(HttpResponse<String> response, boolean stream) throws Exception {
         assertEquals(200, response.statusCode(), response.body());
         List<JsonNode> bodies = new ArrayList<>();
@@ -136,6 +139,9 @@ class CompletionsServerTest {
         List<StringBuilder> text = new ArrayList<>();
         List<ArrayNode> ids = new ArrayList<>();
         List<ArrayNode> logprobs = new ArrayList<>();
+        List<ArrayNode> topByText = new ArrayList<>();
+        List<ArrayNode> topIds = new ArrayList<>();
+        List<ArrayNode> topLogprobs = new ArrayList<>();
         List<String> finish = new ArrayList<>();
         for (JsonNode body : bodies) {
             for (JsonNode choice : body.get("choices")) {
@@ -144,11 +150,17 @@ class CompletionsServerTest {
                     text.add(new StringBuilder());
                     ids.add(StrictJson.MAPPER.createArrayNode());
                     logprobs.add(StrictJson.MAPPER.createArrayNode());
+                    topByText.add(StrictJson.MAPPER.createArrayNode());
+                    topIds.add(StrictJson.MAPPER.createArrayNode());
+                    topLogprobs.add(StrictJson.MAPPER.createArrayNode());
                     finish.add(null);
                 }
                 text.get(index).append(choice.get("text").asText());
                 ids.get(index).addAll((ArrayNode) choice.get("token_ids"));
                 logprobs.get(index).addAll((ArrayNode) choice.at("/logprobs/token_logprobs"));
+                topByText.get(index).addAll((ArrayNode) choice.at("/logprobs/top_logprobs"));
+                topIds.get(index).addAll((ArrayNode) choice.at("/logprobs/top_token_ids"));
+                topLogprobs.get(index).addAll((ArrayNode) choice.at("/logprobs/top_token_logprobs"));
                 if (!choice.get("finish_reason").isNull()) {
                     finish.set(index, choice.get("finish_reason").asText());
                 }
@@ -157,7 +169,8 @@ class CompletionsServerTest {
         List<String> out = new ArrayList<>();
         for (int i = 0; i < text.size(); i++) {
             assertNotNull(finish.get(i), "choice " + i + " has a finish reason");
-            out.add(text.get(i) + " | " + ids.get(i) + " | " + logprobs.get(i) + " | " + finish.get(i));
+            out.add(text.get(i) + " | " + ids.get(i) + " | " + logprobs.get(i) + " | " + topByText.get(i) + " | "
+                    + topIds.get(i) + " | " + topLogprobs.get(i) + " | " + finish.get(i));
         }
         return out;
     }
@@ -176,6 +189,44 @@ class CompletionsServerTest {
         assertEquals(3, whole.size());
         assertEquals(whole, streamed);
         assertTrue(whole.get(0).endsWith("| length"), whole.get(0));
+    }
+
+    @Test
+    void logprobsNGivesTheNMostLikelyTokensAtEachPositionTheChosenOneAmongThem() throws Exception {
+        startServer(InferenceLimits.defaults());
+        for (double temperature : new double[] {0, 1.5}) {
+            ObjectNode request = (ObjectNode) StrictJson.MAPPER.readTree(body("Kimi", 12, temperature, 5, false));
+            request.put("logprobs", 5);
+            JsonNode choice = StrictJson.MAPPER.readTree(post(request.toString()).body()).at("/choices/0");
+            JsonNode lp = choice.get("logprobs");
+            JsonNode chosen = lp.get("token_logprobs");
+            assertEquals(12, chosen.size());
+            for (int t = 0; t < chosen.size(); t++) {
+                JsonNode ids = lp.at("/top_token_ids/" + t);
+                JsonNode values = lp.at("/top_token_logprobs/" + t);
+                assertEquals(5, ids.size(), "five alternatives at token " + t);
+                for (int i = 1; i < 5; i++) {
+                    assertTrue(values.get(i).asDouble() <= values.get(i - 1).asDouble(), "most likely first: " + lp);
+                }
+                int token = choice.at("/token_ids/" + t).asInt();
+                boolean among = false;
+                for (int i = 0; i < 5; i++) {
+                    if (ids.get(i).asInt() == token) {
+                        among = true;
+                        assertEquals(chosen.get(t).asDouble(), values.get(i).asDouble(), 0.0,
+                                "the chosen token's ln p, bit for bit, at token " + t);
+                    }
+                }
+                if (temperature == 0) {
+                    assertEquals(token, ids.get(0).asInt(), "greedy picks the most likely at token " + t);
+                } else if (!among) {
+                    assertTrue(chosen.get(t).asDouble() <= values.get(4).asDouble(),
+                            "a sampled token outside the five is no more likely than the fifth, at token " + t);
+                }
+                assertEquals(values.get(0).asDouble(), lp.at("/top_logprobs/" + t).elements().next().asDouble(),
+                        "the first entry of top_logprobs is the most likely token's");
+            }
+        }
     }
 
     @Test
@@ -257,7 +308,9 @@ class CompletionsServerTest {
         assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"top_p\": 1.5}", "top_p");
         assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"top_k\": -1}", "top_k");
         assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"n\": 2}", "n");
-        assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"logprobs\": 3}", "logprobs");
+        assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"logprobs\": 6}", "logprobs");
+        assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"logprobs\": -1}", "logprobs");
+        assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"logprobs\": true}", "logprobs");
         assertBad("{\"model\": \"runs/tiny\", \"prompt\": \"a\", \"stream\": \"yes\"}", "stream");
         HttpResponse<String> noToken = client.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                 .timeout(WAIT).POST(HttpRequest.BodyPublishers.ofString("{}")).build(),
