@@ -35,6 +35,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
@@ -155,6 +156,7 @@ class DepartedWorkerTest {
                 workers.add(new Worker(system, jobs, subscription.subscriber()));
             }
             join(systems);
+            awaitWorkersListed(api, workers.size());
 
             // Two jobs at once go to two workers (fewest runs first).
             String leaves = "j-leaves";
@@ -241,6 +243,22 @@ class DepartedWorkerTest {
             }
             sleep(200);
         }
+    }
+
+    /**
+     * Waits until the api member's Receptionist lists {@code n} worker agents: the directory, subscribed to it first,
+     * then has them too, so that placement sees every worker (a submission before would place both jobs on one).
+     */
+    private static void awaitWorkersListed(ActorSystem<?> api, int n) {
+        TestProbe<Receptionist.Listing> listings = TestProbe.create(api);
+        api.receptionist().tell(Receptionist.subscribe(WorkerAgent.KEY, listings.getRef()));
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (listings.receiveMessage(WAIT).getServiceInstances(WorkerAgent.KEY).size() < n) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the Receptionist did not list " + n + " workers within " + WAIT.toSeconds() + " s");
+            }
+        }
+        sleep(200); // the directory's copy of the listing is handled before the first submission reaches it
     }
 
     private static Worker workerOf(JobStatus started, List<Worker> workers, ActorRef<JobDirectory.Command> directory,
