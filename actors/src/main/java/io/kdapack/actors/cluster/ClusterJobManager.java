@@ -22,6 +22,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import java.util.function.ToIntFunction;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.Scheduler;
@@ -33,6 +34,7 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.cluster.ClusterEvent;
 import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.pattern.StatusReply;
 
@@ -75,6 +77,7 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     private final ToIntFunction<String> ranksOf;
     private final Duration askTimeout;
     private final Scheduler scheduler;
+    private final Cluster cluster;
     private final EventMirrors mirrors;
     private final Map<String, PipelineGauges> gauges = new LinkedHashMap<>();
     private final Set<ActorRef<MetricsHub.Published>> subscribers = new LinkedHashSet<>();
@@ -106,6 +109,7 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
         this.ranksOf = ranksOf;
         this.askTimeout = askTimeout;
         this.scheduler = context.getSystem().scheduler();
+        this.cluster = Cluster.get(context.getSystem());
         this.mirrors = new EventMirrors(journalOf, MIRRORS);
         // Subscribed before any mirror is read from a journal (see EventMirrors).
         topic.tell(Topic.subscribe(context.messageAdapter(JobEventMessage.class, Event::new)));
@@ -178,7 +182,7 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
 
     private Behavior<Object> onCancelJob(JobManager.CancelJob cancel) {
         locate(cancel.jobId()).thenCompose(location -> {
-            if (!location.placed() || location.lost()) {
+            if (!location.placed() || location.lost() || leavingForGood(location.workers().getFirst())) {
                 return CompletableFuture.completedFuture(Optional.ofNullable(location.known()));
             }
             return this.<WorkerAgent.Command, RunReply>ask(location.workers().getFirst(), ref -> new WorkerAgent.CancelRun(cancel.jobId(), ref),
@@ -212,7 +216,6 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     }
 
     private Behavior<Object> onDescribeCluster(JobManager.DescribeCluster describe) {
-        Cluster cluster = Cluster.get(getContext().getSystem());
         this.<JobDirectory.Command, JobDirectory.Placements>ask(directory, JobDirectory.Describe::new, WORKER_ANSWER)
                 .exceptionally(failure -> new JobDirectory.Placements(List.of()))
                 .thenAccept(placements -> describe.replyTo().tell(Optional.of(view(cluster, placements))));
@@ -266,13 +269,17 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
         return this;
     }
 
-    /** A job's status: its worker's word, or the directory's last view if the worker is gone or does not answer. */
+    /**
+     * A job's status: its worker's word, or the directory's last view if the worker is gone, unreachable or does not
+     * answer. A worker that {@link #mayAsk} rules out is not asked (the ask could only time out): so a status never waits
+     * on a member known to be gone, also before the directory has heard of its removal.
+     */
     private CompletionStage<Optional<JobStatus>> status(String id) {
         return locate(id).thenCompose(location -> {
             if (!location.placed()) {
                 return CompletableFuture.completedFuture(Optional.empty());
             }
-            if (location.lost()) {
+            if (location.lost() || !mayAsk(location.workers().getFirst())) {
                 return CompletableFuture.completedFuture(Optional.of(location.known()));
             }
             return this.<WorkerAgent.Command, RunReply>ask(location.workers().getFirst(), ref -> new WorkerAgent.GetRun(id, ref),
@@ -287,7 +294,8 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
         return this.<JobDirectory.Command, JobDirectory.Placements>ask(directory, JobDirectory.Describe::new, askTimeout)
                 .thenCompose(placements -> {
                     Set<ActorRef<WorkerAgent.Command>> workers = new LinkedHashSet<>();
-                    placements.jobs().stream().filter(l -> !l.lost()).forEach(l -> workers.add(l.workers().getFirst()));
+                    placements.jobs().stream().filter(l -> !l.lost() && mayAsk(l.workers().getFirst()))
+                            .forEach(l -> workers.add(l.workers().getFirst()));
                     List<CompletableFuture<WorkerAgent.RunList>> answers = workers.stream().map(worker ->
                             this.<WorkerAgent.Command, WorkerAgent.RunList>ask(worker, WorkerAgent.ListRuns::new, WORKER_ANSWER)
                                     .exceptionally(failure -> null).toCompletableFuture()).toList();
@@ -310,6 +318,46 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
                         return out;
                     });
                 });
+    }
+
+    /**
+     * Whether a status may be asked of {@code worker}, by this member's view of the cluster: not when its member is
+     * unreachable, has left or is leaving for good ({@code Exiting}, {@code Down}), or is not a member at all (removed;
+     * or, for a moment after it joined, not yet seen here, when the directory's view is as good an answer).
+     */
+    private boolean mayAsk(ActorRef<WorkerAgent.Command> worker) {
+        Address address = worker.path().address();
+        if (!address.hasGlobalScope()) {
+            return true; // this member's own agent
+        }
+        ClusterEvent.CurrentClusterState state = cluster.state();
+        Optional<Member> member = memberAt(state, address);
+        return member.isPresent() && !leftForGood(member.get()) && !state.getUnreachable().contains(member.get());
+    }
+
+    /**
+     * Whether {@code worker}'s member is seen leaving for good ({@code Exiting}, {@code Down}): a cancellation is not
+     * sent there. It is still sent to an unreachable member (a partition may heal within the ask's timeout) and to one
+     * not seen here (it may have joined a moment ago).
+     */
+    private boolean leavingForGood(ActorRef<WorkerAgent.Command> worker) {
+        Address address = worker.path().address();
+        return address.hasGlobalScope() && memberAt(cluster.state(), address).map(ClusterJobManager::leftForGood)
+                .orElse(false);
+    }
+
+    private static boolean leftForGood(Member member) {
+        MemberStatus status = member.status();
+        return status == MemberStatus.exiting() || status == MemberStatus.down() || status == MemberStatus.removed();
+    }
+
+    private static Optional<Member> memberAt(ClusterEvent.CurrentClusterState state, Address address) {
+        for (Member member : state.getMembers()) {
+            if (member.address().equals(address)) {
+                return Optional.of(member);
+            }
+        }
+        return Optional.empty();
     }
 
     private CompletionStage<JobDirectory.Location> locate(String id) {

@@ -47,7 +47,9 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * every run placed on it that had not ended ends {@code failed} with the reason (or with the end its journal recorded,
  * for a worker that stopped its jobs before leaving), the end is published on the {@link EventTopic} so that every
  * stream ends; the other ranks of a data-parallel run fail on their own ({@link ParallelRun}). A failed run is
- * resumable from its newest checkpoint on any worker (docs/cluster.md, "Failure").
+ * resumable from its newest checkpoint on any worker (docs/cluster.md, "Failure"). A run that had ended before its
+ * worker left keeps its end; either way the placement is then {@code lost}: its status is final and no one asks the gone
+ * member for it.
  */
 public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
 
@@ -101,7 +103,10 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
     private record Event(JobEventMessage message) implements Command {
     }
 
-    /** A run's placement ({@link WorkerPlacement} chooses its workers); {@code lost}: its workers left before it ended ({@code known} is its final status). */
+    /**
+     * A run's placement ({@link WorkerPlacement} chooses its workers); {@code lost}: one of its workers left the cluster
+     * (during the run or after its end), so {@code known} is its final status and no worker is asked for it.
+     */
     private record Placement(List<ActorRef<WorkerAgent.Command>> workers, JobStatus known, boolean lost) {
         boolean active() {
             return !lost && !known.state().isTerminal();
@@ -249,7 +254,13 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         Address member = gone.removed().member().address();
         workers.removeIf(worker -> address(worker).equals(member));
         placements.forEach((id, placement) -> {
-            if (placement.active() && placement.workers().stream().anyMatch(w -> address(w).equals(member))) {
+            if (placement.lost() || placement.workers().stream().noneMatch(w -> address(w).equals(member))) {
+                return;
+            }
+            if (!placement.active()) {
+                // Ended before its worker left: the status is final, and no one is to ask the gone member for it.
+                placements.put(id, new Placement(placement.workers(), placement.known(), true));
+            } else {
                 JobStatus ended = lostRun(id, placement.known(), member);
                 getContext().getLog().warn("job {}: worker {} left the cluster during the run; {}", id, member,
                         ended.state().name().toLowerCase());
