@@ -50,6 +50,43 @@ class KdaTapeTest {
         assertSameGradients(expected, backend.backward(third, p.dO(), p.dHt()));
     }
 
+    /**
+     * One backend (one thread, so one scratch and one pool of spare intermediates) serving heads of other shapes in
+     * turn, as when one backend runs layers or models of different head dimensions: K alone grows, V alone shrinks and
+     * grows (a scratch or spare intermediates too small for the new shape, or laid out for another), then both shrink.
+     * Each call, plain and through a tape (which borrows the spare intermediates the previous shape's backward
+     * gave back), matches the token-by-token reference within the golden tolerances (1e-5 outputs and states, 1e-4
+     * gradients) and equals a fresh backend bit for bit.
+     */
+    @Test
+    void oneBackendServesHeadsOfDifferentShapesInTurn() {
+        KdaChunked shared = new KdaChunked(1);
+        int[][] shapes = {{8, 8}, {16, 8}, {16, 4}, {16, 8}, {8, 4}};
+        for (int[] shape : shapes) {
+            RandomKda.Problem p = RandomKda.packed(11 + shape[0] + shape[1], new int[] {70, 3}, 1, 2, shape[0],
+                    shape[1], OPTIONS, true, 0);
+            String what = "K=" + shape[0] + " V=" + shape[1] + " ";
+            KdaBackend.KdaResult reference = new KdaRecurrent(1).forward(p.inputs(), OPTIONS);
+            KdaBackend.KdaGradients referenceGrads = new KdaRecurrent(1).backward(p.inputs(), OPTIONS, p.dO(), p.dHt());
+            KdaChunked fresh = new KdaChunked(1);
+            KdaBackend.KdaResult expected = fresh.forward(p.inputs(), OPTIONS);
+            KdaBackend.KdaGradients expectedGrads = fresh.backward(p.inputs(), OPTIONS, p.dO(), p.dHt());
+
+            KdaBackend.KdaResult plain = shared.forward(p.inputs(), OPTIONS);
+            KdaAssertions.assertClose(what + "o", plain.o(), reference.o(), 1e-5);
+            KdaAssertions.assertClose(what + "ht", plain.ht(), reference.ht(), 1e-5);
+            assertArrayEquals(expected.o(), plain.o(), what + "o");
+            KdaTape tape = shared.forwardForBackward(p.inputs(), OPTIONS);
+            assertArrayEquals(expected.o(), tape.result().o(), what + "o through a tape");
+            KdaBackend.KdaGradients grads = shared.backward(tape, p.dO(), p.dHt());
+            KdaAssertions.assertClose(what + "dq", grads.dq(), referenceGrads.dq(), 1e-4);
+            KdaAssertions.assertClose(what + "dk", grads.dk(), referenceGrads.dk(), 1e-4);
+            KdaAssertions.assertClose(what + "dv", grads.dv(), referenceGrads.dv(), 1e-4);
+            KdaAssertions.assertClose(what + "dg", grads.dg(), referenceGrads.dg(), 1e-4);
+            assertSameGradients(expectedGrads, grads);
+        }
+    }
+
     @Test
     void secondBackwardThroughATapeIsRefused() {
         RandomKda.Problem p = RandomKda.packed(7, new int[] {10, 70}, 1, 1, 8, 8, OPTIONS, false, 0);
