@@ -242,6 +242,12 @@ class RecallEvalTest {
         RecallDatasets.write(prefix, TASK, 30, 4);
         List<MicroBatch> two = new RecallEval(TASK, 128, 1, 0).batches(prefix, 2);
         assertEquals(2, two.size());
+        // Rows of 33 hold a few documents each, so maxRows cuts the packing well before the documents run out.
+        RecallEval narrow = new RecallEval(TASK, 32, 1, 0);
+        assertTrue(narrow.batches(prefix, 1000).size() > 4, "more than 4 rows of 33");
+        for (int maxRows : new int[] {1, 3}) {
+            assertEquals(maxRows, narrow.batches(prefix, maxRows).size(), "maxRows " + maxRows);
+        }
         // Rows of 11 hold only the documents of at most 11 tokens.
         List<MicroBatch> short10 = new RecallEval(TASK, 10, 4, 0).batches(prefix, 1000);
         long fitting = TASK.documents(4, 30).stream().filter(d -> d.length <= 11).count();
