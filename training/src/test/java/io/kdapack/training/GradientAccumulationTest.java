@@ -108,6 +108,13 @@ class GradientAccumulationTest {
             GradientAccumulation acc = GradientAccumulation.ofCounts(LossMode.PER_TOKEN, counts, mtpCounts, depth,
                     FACTOR, 1, 3);
             assertEquals(4, acc.microBatches());
+            LossReport mtp = depth > 0 ? new LossReport(1, 1) : null;
+            for (int own : new int[] {1, 2}) {
+                assertEquals("micro-batch " + own + " is not another rank's unrecorded micro-batch",
+                        assertThrows(IllegalArgumentException.class,
+                                () -> acc.addGathered(own, new LossReport(1, 1), mtp)).getMessage(),
+                        "a rank's own micro-batch, before it is added");
+            }
             assertEquals("micro-batch 2 added out of order, expected 1",
                     assertThrows(IllegalArgumentException.class, () -> acc.add(2, out)).getMessage());
             acc.add(1, out);
@@ -117,7 +124,6 @@ class GradientAccumulationTest {
             assertTrue(acc.localComplete());
             assertEquals("micro-batch 3 outside [1, 3)",
                     assertThrows(IllegalArgumentException.class, () -> acc.add(3, out)).getMessage());
-            LossReport mtp = depth > 0 ? new LossReport(1, 1) : null;
             for (int m : new int[] {1, 2, 4, -1}) {
                 assertEquals("micro-batch " + m + " is not another rank's unrecorded micro-batch",
                         assertThrows(IllegalArgumentException.class,
