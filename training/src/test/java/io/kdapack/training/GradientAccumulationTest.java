@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kdapack.config.DataConfig;
 import io.kdapack.core.loss.LossMode;
+import io.kdapack.core.loss.LossReport;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
 import io.kdapack.core.nn.Parameter;
@@ -91,6 +92,90 @@ class GradientAccumulationTest {
         assertNull(acc.reduce(1, 0, 0).mtpLoss());
         assertEquals(0, acc.weights(0).mtpTokenWeight());
         assertThrows(IllegalArgumentException.class, () -> GradientAccumulation.of(LossMode.PER_TOKEN, List.of(), 0, 0));
+    }
+
+    /**
+     * A data-parallel rank's share, micro-batches [1, 3) of M = 4: its own added in order and only those, every other
+     * one gathered exactly once, an MTP report exactly when the model has MTP, and the step complete only once all
+     * four are recorded; each refusal names the micro-batch.
+     */
+    @Test
+    void aRanksShareIsAddedInOrderAndTheOthersGatheredOnce() {
+        long[] counts = {3, 5, 2, 4};
+        long[] mtpCounts = {2, 4, 1, 3};
+        LanguageModel.Output out = new LanguageModel.Output(new double[0], 6.0, 3, null, 1.5, 2);
+        for (int depth : new int[] {0, 1}) {
+            GradientAccumulation acc = GradientAccumulation.ofCounts(LossMode.PER_TOKEN, counts, mtpCounts, depth,
+                    FACTOR, 1, 3);
+            assertEquals(4, acc.microBatches());
+            LossReport mtp = depth > 0 ? new LossReport(1, 1) : null;
+            for (int own : new int[] {1, 2}) {
+                assertEquals("micro-batch " + own + " is not another rank's unrecorded micro-batch",
+                        assertThrows(IllegalArgumentException.class,
+                                () -> acc.addGathered(own, new LossReport(1, 1), mtp)).getMessage(),
+                        "a rank's own micro-batch, before it is added");
+            }
+            assertEquals("micro-batch 2 added out of order, expected 1",
+                    assertThrows(IllegalArgumentException.class, () -> acc.add(2, out)).getMessage());
+            acc.add(1, out);
+            assertEquals("micro-batch 1 added out of order, expected 2",
+                    assertThrows(IllegalArgumentException.class, () -> acc.add(1, out)).getMessage());
+            acc.add(2, out);
+            assertTrue(acc.localComplete());
+            assertEquals("micro-batch 3 outside [1, 3)",
+                    assertThrows(IllegalArgumentException.class, () -> acc.add(3, out)).getMessage());
+            for (int m : new int[] {1, 2, 4, -1}) {
+                assertEquals("micro-batch " + m + " is not another rank's unrecorded micro-batch",
+                        assertThrows(IllegalArgumentException.class,
+                                () -> acc.addGathered(m, new LossReport(1, 1), mtp)).getMessage());
+            }
+            assertEquals("micro-batch 0: an MTP report " + (depth > 0 ? "is needed" : "was given without MTP"),
+                    assertThrows(IllegalArgumentException.class, () -> acc.addGathered(0, new LossReport(1, 1),
+                            depth > 0 ? null : new LossReport(1, 1))).getMessage());
+            acc.addGathered(0, new LossReport(2.0, 1), mtp);
+            assertTrue(!acc.complete(), "micro-batch 3 is missing");
+            acc.addGathered(3, new LossReport(4.0, 2), mtp);
+            assertTrue(acc.complete());
+            assertEquals("micro-batch 3 is not another rank's unrecorded micro-batch",
+                    assertThrows(IllegalArgumentException.class,
+                            () -> acc.addGathered(3, new LossReport(1, 1), mtp)).getMessage());
+            assertEquals(List.of(new LossReport(2.0, 1), new LossReport(6.0, 3), new LossReport(6.0, 3),
+                    new LossReport(4.0, 2)), acc.mainReports());
+            assertEquals((2.0 + 6 + 6 + 4) / (1 + 3 + 3 + 2), acc.reduce(1, 0, 0).loss(), 1e-15);
+        }
+    }
+
+    @Test
+    void aFreshRankIsNeitherLocallyNorGloballyComplete() {
+        GradientAccumulation acc = GradientAccumulation.ofCounts(LossMode.PER_MICROBATCH_MEAN, new long[] {1, 1},
+                new long[] {0, 0}, 0, FACTOR, 0, 1);
+        assertTrue(!acc.localComplete());
+        assertTrue(!acc.complete());
+        assertEquals(List.of(), acc.mainReports());
+    }
+
+    /** The rank's range [first, end) must lie in the step's M; the edges themselves are legal. */
+    @Test
+    void aRanksRangeAndAMicroBatchsMasksAreCheckedAtTheirEdges() {
+        long[] counts = {3, 0, 2};
+        long[] mtp = {0, 0, 0};
+        assertEquals(3, GradientAccumulation.ofCounts(LossMode.PER_TOKEN, counts, mtp, 0, FACTOR, 0, 3).end());
+        assertEquals(2, GradientAccumulation.ofCounts(LossMode.PER_TOKEN, counts, mtp, 0, FACTOR, 2, 3).first());
+        for (int[] range : new int[][] {{-1, 2}, {1, 1}, {2, 1}, {0, 4}}) {
+            assertEquals("micro-batches [" + range[0] + ", " + range[1] + ") outside the step's 3",
+                    assertThrows(IllegalArgumentException.class, () -> GradientAccumulation.ofCounts(LossMode.PER_TOKEN,
+                            counts, mtp, 0, FACTOR, range[0], range[1])).getMessage());
+        }
+        GradientAccumulation acc = GradientAccumulation.ofCounts(LossMode.PER_TOKEN, counts, mtp, 0, FACTOR, 0, 3);
+        MicroBatch two = MicroBatchAssembler.of(1, 4, new int[4], new int[4], new float[] {1, 0, 1, 0}, new int[4],
+                new int[] {1, 1, 1, 1}, 0);
+        acc.requireMasks(2, two);
+        for (int m : new int[] {-1, 3}) {
+            assertEquals("micro-batch " + m + " outside [0, 3)", assertThrows(IllegalArgumentException.class,
+                    () -> acc.requireMasks(m, two)).getMessage());
+        }
+        assertEquals("micro-batch 0 has 2 (MTP 0) loss tokens, its weights were fixed for 3 (MTP 0)",
+                assertThrows(IllegalArgumentException.class, () -> acc.requireMasks(0, two)).getMessage());
     }
 
     private static List<MicroBatch> microBatches(Path dir, int count) throws IOException {

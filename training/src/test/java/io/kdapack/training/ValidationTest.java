@@ -100,6 +100,40 @@ class ValidationTest {
                 + tiny + ": blend corpus 1 (" + tiny + "): split part valid holds 0 tokens"), e.getMessage());
     }
 
+    /**
+     * The schedule and windows at their edges, for the 7-step run with eval_interval 3 and eval_iters 2 (M = 2, so 4
+     * micro-batches of B = 2 per evaluation, 8 samples): no evaluation at step 0, evaluation e's window starts at valid
+     * sample 8·e, and micro-batch and range arguments are refused just past either end.
+     */
+    @Test
+    void theScheduleAndItsWindowsAtTheirEdges(@TempDir Path dir) throws IOException {
+        Path data = TrainingFixtures.dataset(dir);
+        KdapackConfig config = TrainingFixtures.config(STEPS, 0, 1, false, EVAL);
+        Validation validation = Validation.open(TrainingCorpora.single(data), config.train(), 1);
+        assertTrue(!validation.due(0), "no evaluation before the first step");
+        assertEquals(List.of(3L, 6L, 7L), java.util.stream.LongStream.rangeClosed(0, STEPS).filter(validation::due)
+                .boxed().toList());
+        assertEquals(4, validation.microBatchesPerEvaluation());
+        LanguageModel.Output unit = new LanguageModel.Output(new double[0], 1.0, 1, null, 0, 0);
+        ValidationResult third = validation.reduce(7, java.util.Collections.nCopies(4,
+                new io.kdapack.training.pipeline.MicroBatchLoss(new io.kdapack.core.loss.LossReport(1.0, 1), null)));
+        assertEquals(2, third.evaluation());
+        assertEquals(16, third.firstValidSample(), "evaluation 2 reads valid samples [16, 24)");
+        assertEquals(8, third.samples());
+        assertEquals(List.of(), validation.evaluate(3, 4, 4, b -> unit), "an empty range at the end");
+        assertEquals(1, validation.evaluate(3, 3, 4, b -> unit).size());
+        for (int[] range : new int[][] {{-1, 1}, {2, 1}, {0, 5}}) {
+            assertEquals("micro-batches [" + range[0] + ", " + range[1] + ") outside the 4 of an evaluation",
+                    assertThrows(IllegalArgumentException.class,
+                            () -> validation.evaluate(3, range[0], range[1], b -> unit)).getMessage());
+        }
+        validation.microBatch(3, 3);
+        for (int i : new int[] {-1, 4}) {
+            assertEquals("micro-batch " + i + " outside the 4 of an evaluation",
+                    assertThrows(IllegalArgumentException.class, () -> validation.microBatch(3, i)).getMessage());
+        }
+    }
+
     /** The valid split's samples in Megatron's order, straight from the data module, as micro-batches of B = 2. */
     private static List<MicroBatch> validMicroBatches(Path data, KdapackConfig config, int samples) throws IOException {
         var d = config.train().data();

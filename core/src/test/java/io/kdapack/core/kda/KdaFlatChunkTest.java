@@ -119,6 +119,10 @@ class KdaFlatChunkTest {
         KdaChunked chunked = new KdaChunked(1);
         Segments packed = Varlen.fromCuSeqlens(new int[] {0, 0, 1000, 2000, 2100, 2100, 4200, 4300}, 4300);
         assertArrayEquals(new int[] {0, 5, 6, 7}, chunked.runs(packed), "cut at the first start >= 2048 after a run's");
+        assertArrayEquals(new int[] {0, 1, 2}, chunked.runs(Varlen.fromCuSeqlens(new int[] {0, 2048, 2100}, 2100)),
+                "a document starting exactly 2048 tokens after its run's start starts the next run");
+        assertArrayEquals(new int[] {0, 2, 4, 5}, chunked.runs(Varlen.fromCuSeqlens(
+                new int[] {0, 1100, 2200, 3300, 4400, 5500}, 5500)), "2048 tokens counted from each run's own start");
         int[] ids = new int[20];
         Arrays.fill(ids, 0, 5, 1);
         Arrays.fill(ids, 5, 8, 2);

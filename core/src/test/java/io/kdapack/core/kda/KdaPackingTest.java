@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.Arrays;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -67,6 +68,31 @@ class KdaPackingTest {
         double parameterTolerance = backend instanceof KdaRecurrent ? 1e-6 : 1e-5;
         assertClose("dA_log", gradAll.dALog(), dALogSum, parameterTolerance);
         assertClose("ddt_bias", gradAll.dDtBias(), dDtBiasSum, parameterTolerance);
+    }
+
+    /**
+     * {@link KdaChunked#documentAligned()}, the inference prefill's backend: every document of a packed call gets bit
+     * for bit its output and final state alone, whatever is packed beside it (its chunks start at its own first token),
+     * and its results are the op's (against the token-by-token reference, 1e-5 as in the golden tests).
+     */
+    @Test
+    void documentAlignedGivesEveryDocumentBitwiseItsResultAlone() {
+        KdaOptions options = KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f);
+        RandomKda.Problem packed = RandomKda.packed(23, LENGTHS, 1, 2, 16, 8, options, true, 0.02);
+        KdaInputs in = packed.inputs();
+        KdaChunked aligned = new KdaChunked(2).documentAligned();
+        assertEquals(2, aligned.threads(), "as many threads as the backend it came from");
+        assertEquals("cpu-chunked", aligned.name());
+        KdaBackend.KdaResult all = aligned.forward(in, options);
+        KdaBackend.KdaResult reference = new KdaRecurrent(2).forward(in, options);
+        assertClose("o", all.o(), reference.o(), 1e-5);
+        assertClose("ht", all.ht(), reference.ht(), 1e-5);
+        for (int n = 0; n < in.sequences(); n++) {
+            Slice doc = new Slice(in, n);
+            KdaBackend.KdaResult one = aligned.forward(doc.inputs(), options);
+            assertArrayEquals(one.o(), doc.tokens(all.o(), in.valueHeads() * in.valueDim()), "document " + n + " o");
+            assertArrayEquals(one.ht(), doc.state(all.ht()), "document " + n + " ht");
+        }
     }
 
     @ParameterizedTest(name = "{0}")

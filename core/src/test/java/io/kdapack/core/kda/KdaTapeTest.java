@@ -48,6 +48,70 @@ class KdaTapeTest {
         KdaTape third = backend.forwardForBackward(p.inputs(), OPTIONS);
         assertEquals(oneCall, backend.keptFloats(), "room again");
         assertSameGradients(expected, backend.backward(third, p.dO(), p.dHt()));
+        KdaChunked oneShort = new KdaChunked(2, oneCall - 1);
+        KdaTape fourth = oneShort.forwardForBackward(p.inputs(), OPTIONS);
+        assertEquals(0, oneShort.keptFloats(), "a budget one float short of the call keeps start states only");
+        assertSameGradients(expected, oneShort.backward(fourth, p.dO(), p.dHt()));
+    }
+
+    /**
+     * One backend (one thread, so one scratch and one pool of spare intermediates) serving heads of another shape after
+     * the first, as when one backend runs layers or models of different head dimensions: V alone grows, K alone grows
+     * (each growth meets a scratch and spare intermediates too small for it), both shrink. Each call, plain and through a
+     * tape (which borrows the spare intermediates the previous shape's backward gave back), matches the token-by-token
+     * reference within the golden tolerances (1e-5 outputs and states, 1e-4 gradients) and equals a fresh backend bit
+     * for bit.
+     */
+    @Test
+    void oneBackendServesHeadsOfAnotherShapeAfterTheFirst() {
+        int[][][] transitions = {{{16, 4}, {16, 8}}, {{8, 8}, {16, 8}}, {{16, 8}, {8, 4}}};
+        for (int[][] transition : transitions) {
+            KdaChunked shared = new KdaChunked(1);
+            for (int[] shape : transition) {
+                RandomKda.Problem p = RandomKda.packed(11 + shape[0] + shape[1], new int[] {70, 3}, 1, 2, shape[0],
+                        shape[1], OPTIONS, true, 0);
+                String what = "K=" + transition[0][0] + " V=" + transition[0][1] + ", then K=" + shape[0] + " V="
+                        + shape[1] + ": ";
+                KdaBackend.KdaResult reference = new KdaRecurrent(1).forward(p.inputs(), OPTIONS);
+                KdaBackend.KdaGradients referenceGrads = new KdaRecurrent(1).backward(p.inputs(), OPTIONS, p.dO(),
+                        p.dHt());
+                KdaChunked fresh = new KdaChunked(1);
+                KdaBackend.KdaResult expected = fresh.forward(p.inputs(), OPTIONS);
+                KdaBackend.KdaGradients expectedGrads = fresh.backward(p.inputs(), OPTIONS, p.dO(), p.dHt());
+
+                KdaBackend.KdaResult plain = shared.forward(p.inputs(), OPTIONS);
+                KdaAssertions.assertClose(what + "o", plain.o(), reference.o(), 1e-5);
+                KdaAssertions.assertClose(what + "ht", plain.ht(), reference.ht(), 1e-5);
+                assertArrayEquals(expected.o(), plain.o(), what + "o");
+                KdaTape tape = shared.forwardForBackward(p.inputs(), OPTIONS);
+                assertArrayEquals(expected.o(), tape.result().o(), what + "o through a tape");
+                KdaBackend.KdaGradients grads = shared.backward(tape, p.dO(), p.dHt());
+                KdaAssertions.assertClose(what + "dq", grads.dq(), referenceGrads.dq(), 1e-4);
+                KdaAssertions.assertClose(what + "dk", grads.dk(), referenceGrads.dk(), 1e-4);
+                KdaAssertions.assertClose(what + "dv", grads.dv(), referenceGrads.dv(), 1e-4);
+                KdaAssertions.assertClose(what + "dg", grads.dg(), referenceGrads.dg(), 1e-4);
+                assertSameGradients(expectedGrads, grads);
+            }
+        }
+    }
+
+    /**
+     * The budget of kept intermediates ({@link KdaChunked#KEPT_FLOATS}) bounds memory only if each chunk-head is
+     * charged what it holds: {@code Intermediates.floats(K, V)} equals the lengths of every {@code float[]} an
+     * {@code Intermediates} allocates, found by reflection so that an array added later is counted too.
+     */
+    @Test
+    void theBudgetChargesExactlyTheFloatsTheIntermediatesHold() throws IllegalAccessException {
+        for (int[] shape : new int[][] {{8, 8}, {64, 64}, {128, 128}, {7, 33}, {33, 7}}) {
+            KdaChunk.Intermediates intermediates = new KdaChunk(shape[0], shape[1]).newIntermediates();
+            long held = 0;
+            for (java.lang.reflect.Field field : KdaChunk.Intermediates.class.getDeclaredFields()) {
+                if (field.getType() == float[].class) {
+                    held += ((float[]) field.get(intermediates)).length;
+                }
+            }
+            assertEquals(held, KdaChunk.Intermediates.floats(shape[0], shape[1]), "K=" + shape[0] + " V=" + shape[1]);
+        }
     }
 
     @Test

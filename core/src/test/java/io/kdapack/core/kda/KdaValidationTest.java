@@ -69,6 +69,22 @@ class KdaValidationTest {
                 () -> new KdaRecurrent(1).backward(in, KdaOptions.plain(), new float[18], new float[1]));
     }
 
+    /**
+     * The training pair checks the upstream gradients too: a backward through a tape with a dO one value too long
+     * (which would otherwise be read short, silently) or a dHt too short is refused by name, on both backends.
+     */
+    @Test
+    void upstreamGradientsThroughATapeAreChecked() {
+        KdaInputs in = inputs(1, 2, new float[6], null, null, null);
+        for (KdaBackend backend : new KdaBackend[] {new KdaChunked(1), new KdaRecurrent(1)}) {
+            assertMessage("dO has 19 values, expected [T,HV,V] = 18 (T=3, N=2, H=1, HV=2, K=2, V=3)",
+                    () -> backend.backward(backend.forwardForBackward(in, KdaOptions.plain()), new float[19], null));
+            assertMessage("dHt has 1 values, expected [N,HV,K,V] = 24 (T=3, N=2, H=1, HV=2, K=2, V=3)",
+                    () -> backend.backward(backend.forwardForBackward(in, KdaOptions.plain()), new float[18],
+                            new float[1]));
+        }
+    }
+
     @Test
     void optionsAreChecked() {
         assertMessage("lowerBound must be in [-5, 0), got 0.5",
