@@ -175,43 +175,79 @@ final class ChunkMath {
                        int lda, float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         int rowStep = transA ? 1 : lda;
         int depthStep = transA ? lda : 1;
-        boolean lowerC = structure == Structure.LOWER_C;
         float[] panel = n >= STRIPE ? stripePanel(k) : null;
         int j = 0;
         for (; j + STRIPE <= n; j += STRIPE) {
             packStripe(k, b, bOff + j, ldb, panel);
-            int i = lowerC ? firstRowReaching(j, m) : 0;
-            for (; i + 6 <= m; i += 6) {
-                tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
-                        depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
-            }
-            for (; i + 4 <= m; i += 4) {
-                tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
-                        depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
-            }
-            for (; i < m; i++) {
-                int at = cOff + i * ldc + j;
-                FloatVector acc0 = FloatVector.zero(SPECIES);
-                FloatVector acc1 = FloatVector.zero(SPECIES);
-                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
-                    FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
-                    acc0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE).fma(av, acc0);
-                    acc1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES).fma(av, acc1);
-                }
-                // Written out, like the tiles' stores.
-                acc0 = acc0.mul(alpha);
-                acc1 = acc1.mul(alpha);
-                if (beta != 0f) {
-                    acc0 = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc0);
-                    acc1 = FloatVector.fromArray(SPECIES, c, at + LANES)
-                            .fma(FloatVector.broadcast(SPECIES, beta), acc1);
-                }
-                acc0.intoArray(c, at);
-                acc1.intoArray(c, at + LANES);
-            }
+            stripeRows(structure, m, k, j, alpha, a, aOff, rowStep, depthStep, panel, beta, c, cOff, ldc);
         }
-        // The columns past the stripes, row by row, over the depth range of the row's tile in the stripes: a skipped
-        // zero term could still turn an accumulator of −0 into +0, so every width adds the same terms to an element.
+        restColumns(structure, m, k, j, n, alpha, a, aOff, rowStep, depthStep, b, bOff, ldb, beta, c, cOff, ldc);
+    }
+
+    /**
+     * {@code C[m×n] = alpha · op(A) · B + beta · C}, {@link Structure#FULL}, with B packed beforehand
+     * ({@link #pack}, {@link #packTransposed}; {@code n} and the depth {@code k} are B's): bitwise the product of
+     * {@link #matmul(boolean, int, int, int, float, float[], int, int, float[], int, int, float, float[], int, int)}
+     * on B, without packing B again.
+     */
+    static void matmul(boolean transA, int m, float alpha, float[] a, int aOff, int lda, Packed b, float beta,
+                       float[] c, int cOff, int ldc) {
+        int rowStep = transA ? 1 : lda;
+        int depthStep = transA ? lda : 1;
+        int stripes = b.n / STRIPE;
+        for (int s = 0; s < stripes; s++) {
+            stripeRows(Structure.FULL, m, b.k, s * STRIPE, alpha, a, aOff, rowStep, depthStep, b.stripes[s], beta, c,
+                    cOff, ldc);
+        }
+        int full = stripes * STRIPE;
+        // The rest block's column j − full holds B's column j.
+        restColumns(Structure.FULL, m, b.k, full, b.n, alpha, a, aOff, rowStep, depthStep, b.rest, -full, b.n - full,
+                beta, c, cOff, ldc);
+    }
+
+    /** Columns {@code j … j+STRIPE−1} of C from the packed stripe {@code panel} of B, in register tiles of rows. */
+    private static void stripeRows(Structure structure, int m, int k, int j, float alpha, float[] a, int aOff,
+                                   int rowStep, int depthStep, float[] panel, float beta, float[] c, int cOff, int ldc) {
+        int i = structure == Structure.LOWER_C ? firstRowReaching(j, m) : 0;
+        for (; i + 6 <= m; i += 6) {
+            tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+        }
+        for (; i + 4 <= m; i += 4) {
+            tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+        }
+        for (; i < m; i++) {
+            int at = cOff + i * ldc + j;
+            FloatVector acc0 = FloatVector.zero(SPECIES);
+            FloatVector acc1 = FloatVector.zero(SPECIES);
+            for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
+                FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
+                acc0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE).fma(av, acc0);
+                acc1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES).fma(av, acc1);
+            }
+            // Written out, like the tiles' stores.
+            acc0 = acc0.mul(alpha);
+            acc1 = acc1.mul(alpha);
+            if (beta != 0f) {
+                acc0 = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc0);
+                acc1 = FloatVector.fromArray(SPECIES, c, at + LANES).fma(FloatVector.broadcast(SPECIES, beta), acc1);
+            }
+            acc0.intoArray(c, at);
+            acc1.intoArray(c, at + LANES);
+        }
+    }
+
+    /**
+     * Columns {@code j0 … n−1} of C (past the stripes), row by row, over the depth range of the row's tile in the
+     * stripes: a skipped zero term could still turn an accumulator of −0 into +0, so every width adds the same terms
+     * to an element. B's column j is {@code b[bOff + p·ldb + j]}.
+     */
+    private static void restColumns(Structure structure, int m, int k, int j0, int n, float alpha, float[] a, int aOff,
+                                    int rowStep, int depthStep, float[] b, int bOff, int ldb, float beta, float[] c,
+                                    int cOff, int ldc) {
+        boolean lowerC = structure == Structure.LOWER_C;
+        int j = j0;
         for (; j + LANES <= n; j += LANES) {
             for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 FloatVector acc = FloatVector.zero(SPECIES);
@@ -239,6 +275,90 @@ final class ChunkMath {
                 c[at] = beta == 0f ? alpha * acc : Math.fma(beta, c[at], alpha * acc);
             }
         }
+    }
+
+    /**
+     * A matrix B {@code [k×n]} laid out once for several products
+     * ({@link #matmul(boolean, int, float, float[], int, int, Packed, float, float[], int, int)}): its whole
+     * two-vector column stripes as the dense {@code [k×STRIPE]} panels the register tiles read, and the columns past
+     * them as one dense {@code [k×(n mod STRIPE)]} block. Reused, for any {@code k} and {@code n} up to its size.
+     */
+    static final class Packed {
+        private final int maxK;
+        private final int maxN;
+        private final float[][] stripes;
+        private final float[] rest;
+        private int k;
+        private int n;
+
+        Packed(int maxK, int maxN) {
+            this.maxK = maxK;
+            this.maxN = maxN;
+            stripes = new float[maxN / STRIPE][maxK * STRIPE];
+            rest = new float[maxK * Math.min(maxN, STRIPE - 1)];
+        }
+
+        /** Whether B of {@code k} rows and {@code n} columns fits. */
+        boolean fits(int rows, int columns) {
+            return rows <= maxK && columns <= maxN;
+        }
+
+        private void shape(int rows, int columns) {
+            if (!fits(rows, columns)) {
+                throw new IllegalArgumentException("packed B of " + rows + "×" + columns + " exceeds " + maxK + "×"
+                        + maxN);
+            }
+            k = rows;
+            n = columns;
+        }
+
+        /**
+         * {@code out[i] += Σ_p B[p,i] · other[p,i]} for every column i, a fused multiply-add per depth step in depth
+         * order (elementwise over two matrices packed to the same shape).
+         */
+        void columnDotsInto(Packed other, float[] out) {
+            if (other.k != k || other.n != n) {
+                throw new IllegalArgumentException("packed shapes differ: " + k + "×" + n + " and " + other.k + "×"
+                        + other.n);
+            }
+            int stripeCount = n / STRIPE;
+            for (int s = 0; s < stripeCount; s++) {
+                for (int p = 0; p < k; p++) {
+                    multiplyAdd(STRIPE, stripes[s], p * STRIPE, other.stripes[s], p * STRIPE, out, s * STRIPE);
+                }
+            }
+            int full = stripeCount * STRIPE;
+            for (int p = 0, width = n - full; p < k; p++) {
+                multiplyAdd(width, rest, p * width, other.rest, p * width, out, full);
+            }
+        }
+    }
+
+    /** Packs {@code B [k×n]} (leading dimension {@code ldb}) into {@code out}. */
+    static void pack(int k, int n, float[] b, int bOff, int ldb, Packed out) {
+        out.shape(k, n);
+        int stripes = n / STRIPE;
+        for (int s = 0; s < stripes; s++) {
+            packStripe(k, b, bOff + s * STRIPE, ldb, out.stripes[s]);
+        }
+        int full = stripes * STRIPE;
+        for (int p = 0, width = n - full; p < k; p++) {
+            System.arraycopy(b, bOff + p * ldb + full, out.rest, p * width, width);
+        }
+    }
+
+    /**
+     * Packs {@code B = btᵀ [k×n]} into {@code out}, transposing on the way: {@code bt} holds {@code [n×k]} (leading
+     * dimension {@code ldbt}), its row j being B's column j.
+     */
+    static void packTransposed(int k, int n, float[] bt, int btOff, int ldbt, Packed out) {
+        out.shape(k, n);
+        int stripes = n / STRIPE;
+        for (int s = 0; s < stripes; s++) {
+            transpose(STRIPE, k, bt, btOff + s * STRIPE * ldbt, ldbt, out.stripes[s], STRIPE);
+        }
+        int full = stripes * STRIPE;
+        transpose(n - full, k, bt, btOff + full * ldbt, ldbt, out.rest, n - full);
     }
 
     /**
@@ -473,6 +593,11 @@ final class ChunkMath {
      * dimension {@code ld}) transposed into a dense {@code [cols×rows]} block.
      */
     static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out) {
+        transpose(rows, cols, m, mOff, ld, out, rows);
+    }
+
+    /** {@code out[d·ldOut + c] = m[mOff + c·ld + d]}: {@link #transpose} into rows of {@code ldOut ≥ rows} floats. */
+    private static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out, int ldOut) {
         // Four source rows at a time: four sequential reads and four adjacent writes per column, rather than one
         // write a row apart per element (the one-row loop was a tenth of the op's time).
         int c = 0;
@@ -481,7 +606,7 @@ final class ChunkMath {
             int m1 = m0 + ld;
             int m2 = m1 + ld;
             int m3 = m2 + ld;
-            for (int d = 0, o = c; d < cols; d++, o += rows) {
+            for (int d = 0, o = c; d < cols; d++, o += ldOut) {
                 out[o] = m[m0 + d];
                 out[o + 1] = m[m1 + d];
                 out[o + 2] = m[m2 + d];
@@ -490,7 +615,7 @@ final class ChunkMath {
         }
         for (; c < rows; c++) {
             for (int d = 0; d < cols; d++) {
-                out[d * rows + c] = m[mOff + c * ld + d];
+                out[d * ldOut + c] = m[mOff + c * ld + d];
             }
         }
     }
