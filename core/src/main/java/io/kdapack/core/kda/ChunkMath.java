@@ -163,8 +163,8 @@ final class ChunkMath {
 
     /**
      * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks: each two-vector stripe of B's
-     * columns is copied to a per-thread panel ({@link #packStripe}) and A is read in place; a 6-row (then
-     * 4-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast fill the
+     * columns is copied to a per-thread panel ({@link #packStripe}) and A is read in place; a 6-row (then a
+     * 4-, 3- or 2-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast fill the
      * 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
      * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
      * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
@@ -213,9 +213,21 @@ final class ChunkMath {
             tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
                     depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
         }
-        for (; i + 4 <= m; i += 4) {
+        // The rows past the 6-row tiles: one tile of 4, 3 or 2 rows (4 and a single row for 5), so that short products
+        // (a document's rows of a chunk) do not fall to single rows, whose two dependency chains leave the FMA units idle.
+        int rest = m - i;
+        if (rest >= 4) {
             tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
                     depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+            i += 4;
+        } else if (rest == 3) {
+            tile3x2(depthFrom(structure, i), depthTo(structure, i + 3, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+            i += 3;
+        } else if (rest == 2) {
+            tile2x2(depthFrom(structure, i), depthTo(structure, i + 2, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+            i += 2;
         }
         for (; i < m; i++) {
             int at = cOff + i * ldc + j;
@@ -323,9 +335,19 @@ final class ChunkMath {
             }
             int stripeCount = n / STRIPE;
             for (int s = 0; s < stripeCount; s++) {
+                float[] x = stripes[s];
+                float[] y = other.stripes[s];
+                // In registers over the depth, as out += x·y step by step would round: the same chain.
+                FloatVector acc0 = FloatVector.fromArray(SPECIES, out, s * STRIPE);
+                FloatVector acc1 = FloatVector.fromArray(SPECIES, out, s * STRIPE + LANES);
                 for (int p = 0; p < k; p++) {
-                    multiplyAdd(STRIPE, stripes[s], p * STRIPE, other.stripes[s], p * STRIPE, out, s * STRIPE);
+                    acc0 = FloatVector.fromArray(SPECIES, x, p * STRIPE)
+                            .fma(FloatVector.fromArray(SPECIES, y, p * STRIPE), acc0);
+                    acc1 = FloatVector.fromArray(SPECIES, x, p * STRIPE + LANES)
+                            .fma(FloatVector.fromArray(SPECIES, y, p * STRIPE + LANES), acc1);
                 }
+                acc0.intoArray(out, s * STRIPE);
+                acc1.intoArray(out, s * STRIPE + LANES);
             }
             int full = stripeCount * STRIPE;
             for (int p = 0, width = n - full; p < k; p++) {
@@ -413,23 +435,24 @@ final class ChunkMath {
 
     /**
      * The first row of the register tile that holds row {@code i} of an {@code m}-row product in the stripes, whose
-     * rows start at 0 (tiles of 6 rows, then of 4, then single rows; {@link Structure#LOWER_C} starts later, but its
-     * depth range does not depend on the rows).
+     * rows start at 0 (tiles of 6 rows, then one of the remaining 4, 3 or 2 rows, or 4 and a single row for 5, or a
+     * single row; {@link Structure#LOWER_C} starts later, but its depth range does not depend on the rows).
      */
     private static int tileStart(int i, int m) {
         int sixes = m / 6 * 6;
         if (i < sixes) {
             return i / 6 * 6;
         }
-        int fours = sixes + (m - sixes) / 4 * 4;
-        return i < fours ? sixes + (i - sixes) / 4 * 4 : i;
+        return m - sixes == 5 && i == m - 1 ? i : sixes;
     }
 
     /** One past the last row of the register tile that holds row {@code i} (see {@link #tileStart}). */
     private static int tileEnd(int i, int m) {
-        int start = tileStart(i, m);
         int sixes = m / 6 * 6;
-        return start < sixes ? start + 6 : start < sixes + (m - sixes) / 4 * 4 ? start + 4 : start + 1;
+        if (i < sixes) {
+            return i / 6 * 6 + 6;
+        }
+        return m - sixes == 5 && i < m - 1 ? sixes + 4 : m;
     }
 
     /**
@@ -438,6 +461,89 @@ final class ChunkMath {
      */
     private static int firstRowReaching(int column, int m) {
         return Math.min(m, column / 6 * 6);
+    }
+
+    private static void tile2x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        for (int p = from; p < to; p++) {
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector a0 = FloatVector.broadcast(SPECIES, a[ap]);
+            FloatVector a1 = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            c00 = b0.fma(a0, c00);
+            c01 = b1.fma(a0, c01);
+            c10 = b0.fma(a1, c10);
+            c11 = b1.fma(a1, c11);
+        }
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+    }
+
+    private static void tile3x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        FloatVector c20 = FloatVector.zero(SPECIES);
+        FloatVector c21 = FloatVector.zero(SPECIES);
+        for (int p = from; p < to; p++) {
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector a0 = FloatVector.broadcast(SPECIES, a[ap]);
+            FloatVector a1 = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            FloatVector a2 = FloatVector.broadcast(SPECIES, a[ap + 2 * rowStep]);
+            c00 = b0.fma(a0, c00);
+            c01 = b1.fma(a0, c01);
+            c10 = b0.fma(a1, c10);
+            c11 = b1.fma(a1, c11);
+            c20 = b0.fma(a2, c20);
+            c21 = b1.fma(a2, c21);
+        }
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
     }
 
     private static void tile4x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
