@@ -4,6 +4,7 @@ import io.kdapack.core.linalg.VectorWidth;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -704,6 +705,26 @@ final class ChunkMath {
 
     /** {@code out[d·ldOut + c] = m[mOff + c·ld + d]}: {@link #transpose} into rows of {@code ldOut ≥ rows} floats. */
     private static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out, int ldOut) {
+        int wholeRows = 0;
+        int wholeCols = 0;
+        if (LANES == 16) {
+            // 16 × 16 blocks in registers (a copy: any width gives the same bits; only 16-float vectors have it).
+            wholeRows = rows / 16 * 16;
+            wholeCols = cols / 16 * 16;
+            for (int c = 0; c < wholeRows; c += 16) {
+                for (int d = 0; d < wholeCols; d += 16) {
+                    transposeBlock16(m, mOff + c * ld + d, ld, out, d * ldOut + c, ldOut);
+                }
+            }
+        }
+        // The rest (all of it below 16 lanes): the columns past the blocks of the block rows, then the rows past them.
+        transposeScalar(wholeRows, cols - wholeCols, m, mOff + wholeCols, ld, out, wholeCols * ldOut, ldOut);
+        transposeScalar(rows - wholeRows, cols, m, mOff + wholeRows * ld, ld, out, wholeRows, ldOut);
+    }
+
+    /** {@code out[outOff + d·ldOut + c] = m[mOff + c·ld + d]}, element by element. */
+    private static void transposeScalar(int rows, int cols, float[] m, int mOff, int ld, float[] out, int outOff,
+                                        int ldOut) {
         // Four source rows at a time: four sequential reads and four adjacent writes per column, rather than one
         // write a row apart per element (the one-row loop was a tenth of the op's time).
         int c = 0;
@@ -712,7 +733,7 @@ final class ChunkMath {
             int m1 = m0 + ld;
             int m2 = m1 + ld;
             int m3 = m2 + ld;
-            for (int d = 0, o = c; d < cols; d++, o += ldOut) {
+            for (int d = 0, o = outOff + c; d < cols; d++, o += ldOut) {
                 out[o] = m[m0 + d];
                 out[o + 1] = m[m1 + d];
                 out[o + 2] = m[m2 + d];
@@ -721,8 +742,177 @@ final class ChunkMath {
         }
         for (; c < rows; c++) {
             for (int d = 0; d < cols; d++) {
-                out[d * ldOut + c] = m[mOff + c * ld + d];
+                out[outOff + d * ldOut + c] = m[mOff + c * ld + d];
             }
         }
+    }
+
+    /**
+     * Lane indices of the two-vector selections of {@link #transposeBlock16}, stage j (j = 0 … 3, h = 2^j): the lower
+     * row of a pair takes lane l of its own row where bit j of l is clear and lane l − h of the upper row where it is
+     * set; the upper row lane l + h of the lower row, or its own lane l. Each stage swaps bit j of the row and the
+     * column index, so the four stages transpose. Made only with 16-float vectors.
+     */
+    @SuppressWarnings("unchecked") // generic array of shuffles, filled below
+    private static final VectorShuffle<Float>[] LOWER_SELECT = new VectorShuffle[4];
+    @SuppressWarnings("unchecked")
+    private static final VectorShuffle<Float>[] UPPER_SELECT = new VectorShuffle[4];
+
+    static {
+        if (LANES == 16) {
+            for (int j = 0; j < 4; j++) {
+                int h = 1 << j;
+                int[] lower = new int[16];
+                int[] upper = new int[16];
+                for (int l = 0; l < 16; l++) {
+                    // An index − 16 (exceptional) takes the lane of the second vector.
+                    lower[l] = (l & h) == 0 ? l : l - h - 16;
+                    upper[l] = (l & h) == 0 ? l + h : l - 16;
+                }
+                LOWER_SELECT[j] = VectorShuffle.fromArray(SPECIES, lower, 0);
+                UPPER_SELECT[j] = VectorShuffle.fromArray(SPECIES, upper, 0);
+            }
+        }
+    }
+
+    /** One 16 × 16 block of {@link #transpose} in registers (written out: a vector array would box every vector). */
+    private static void transposeBlock16(float[] m, int mOff, int ld, float[] out, int outOff, int ldOut) {
+        FloatVector r0 = FloatVector.fromArray(SPECIES, m, mOff + 0 * ld);
+        FloatVector r1 = FloatVector.fromArray(SPECIES, m, mOff + 1 * ld);
+        FloatVector r2 = FloatVector.fromArray(SPECIES, m, mOff + 2 * ld);
+        FloatVector r3 = FloatVector.fromArray(SPECIES, m, mOff + 3 * ld);
+        FloatVector r4 = FloatVector.fromArray(SPECIES, m, mOff + 4 * ld);
+        FloatVector r5 = FloatVector.fromArray(SPECIES, m, mOff + 5 * ld);
+        FloatVector r6 = FloatVector.fromArray(SPECIES, m, mOff + 6 * ld);
+        FloatVector r7 = FloatVector.fromArray(SPECIES, m, mOff + 7 * ld);
+        FloatVector r8 = FloatVector.fromArray(SPECIES, m, mOff + 8 * ld);
+        FloatVector r9 = FloatVector.fromArray(SPECIES, m, mOff + 9 * ld);
+        FloatVector r10 = FloatVector.fromArray(SPECIES, m, mOff + 10 * ld);
+        FloatVector r11 = FloatVector.fromArray(SPECIES, m, mOff + 11 * ld);
+        FloatVector r12 = FloatVector.fromArray(SPECIES, m, mOff + 12 * ld);
+        FloatVector r13 = FloatVector.fromArray(SPECIES, m, mOff + 13 * ld);
+        FloatVector r14 = FloatVector.fromArray(SPECIES, m, mOff + 14 * ld);
+        FloatVector r15 = FloatVector.fromArray(SPECIES, m, mOff + 15 * ld);
+        VectorShuffle<Float> lower0 = LOWER_SELECT[0];
+        VectorShuffle<Float> upper0 = UPPER_SELECT[0];
+        FloatVector t;
+        t = r0.rearrange(lower0, r1);
+        r1 = r0.rearrange(upper0, r1);
+        r0 = t;
+        t = r2.rearrange(lower0, r3);
+        r3 = r2.rearrange(upper0, r3);
+        r2 = t;
+        t = r4.rearrange(lower0, r5);
+        r5 = r4.rearrange(upper0, r5);
+        r4 = t;
+        t = r6.rearrange(lower0, r7);
+        r7 = r6.rearrange(upper0, r7);
+        r6 = t;
+        t = r8.rearrange(lower0, r9);
+        r9 = r8.rearrange(upper0, r9);
+        r8 = t;
+        t = r10.rearrange(lower0, r11);
+        r11 = r10.rearrange(upper0, r11);
+        r10 = t;
+        t = r12.rearrange(lower0, r13);
+        r13 = r12.rearrange(upper0, r13);
+        r12 = t;
+        t = r14.rearrange(lower0, r15);
+        r15 = r14.rearrange(upper0, r15);
+        r14 = t;
+        VectorShuffle<Float> lower1 = LOWER_SELECT[1];
+        VectorShuffle<Float> upper1 = UPPER_SELECT[1];
+        t = r0.rearrange(lower1, r2);
+        r2 = r0.rearrange(upper1, r2);
+        r0 = t;
+        t = r1.rearrange(lower1, r3);
+        r3 = r1.rearrange(upper1, r3);
+        r1 = t;
+        t = r4.rearrange(lower1, r6);
+        r6 = r4.rearrange(upper1, r6);
+        r4 = t;
+        t = r5.rearrange(lower1, r7);
+        r7 = r5.rearrange(upper1, r7);
+        r5 = t;
+        t = r8.rearrange(lower1, r10);
+        r10 = r8.rearrange(upper1, r10);
+        r8 = t;
+        t = r9.rearrange(lower1, r11);
+        r11 = r9.rearrange(upper1, r11);
+        r9 = t;
+        t = r12.rearrange(lower1, r14);
+        r14 = r12.rearrange(upper1, r14);
+        r12 = t;
+        t = r13.rearrange(lower1, r15);
+        r15 = r13.rearrange(upper1, r15);
+        r13 = t;
+        VectorShuffle<Float> lower2 = LOWER_SELECT[2];
+        VectorShuffle<Float> upper2 = UPPER_SELECT[2];
+        t = r0.rearrange(lower2, r4);
+        r4 = r0.rearrange(upper2, r4);
+        r0 = t;
+        t = r1.rearrange(lower2, r5);
+        r5 = r1.rearrange(upper2, r5);
+        r1 = t;
+        t = r2.rearrange(lower2, r6);
+        r6 = r2.rearrange(upper2, r6);
+        r2 = t;
+        t = r3.rearrange(lower2, r7);
+        r7 = r3.rearrange(upper2, r7);
+        r3 = t;
+        t = r8.rearrange(lower2, r12);
+        r12 = r8.rearrange(upper2, r12);
+        r8 = t;
+        t = r9.rearrange(lower2, r13);
+        r13 = r9.rearrange(upper2, r13);
+        r9 = t;
+        t = r10.rearrange(lower2, r14);
+        r14 = r10.rearrange(upper2, r14);
+        r10 = t;
+        t = r11.rearrange(lower2, r15);
+        r15 = r11.rearrange(upper2, r15);
+        r11 = t;
+        VectorShuffle<Float> lower3 = LOWER_SELECT[3];
+        VectorShuffle<Float> upper3 = UPPER_SELECT[3];
+        t = r0.rearrange(lower3, r8);
+        r8 = r0.rearrange(upper3, r8);
+        r0 = t;
+        t = r1.rearrange(lower3, r9);
+        r9 = r1.rearrange(upper3, r9);
+        r1 = t;
+        t = r2.rearrange(lower3, r10);
+        r10 = r2.rearrange(upper3, r10);
+        r2 = t;
+        t = r3.rearrange(lower3, r11);
+        r11 = r3.rearrange(upper3, r11);
+        r3 = t;
+        t = r4.rearrange(lower3, r12);
+        r12 = r4.rearrange(upper3, r12);
+        r4 = t;
+        t = r5.rearrange(lower3, r13);
+        r13 = r5.rearrange(upper3, r13);
+        r5 = t;
+        t = r6.rearrange(lower3, r14);
+        r14 = r6.rearrange(upper3, r14);
+        r6 = t;
+        t = r7.rearrange(lower3, r15);
+        r15 = r7.rearrange(upper3, r15);
+        r7 = t;
+        r0.intoArray(out, outOff + 0 * ldOut);
+        r1.intoArray(out, outOff + 1 * ldOut);
+        r2.intoArray(out, outOff + 2 * ldOut);
+        r3.intoArray(out, outOff + 3 * ldOut);
+        r4.intoArray(out, outOff + 4 * ldOut);
+        r5.intoArray(out, outOff + 5 * ldOut);
+        r6.intoArray(out, outOff + 6 * ldOut);
+        r7.intoArray(out, outOff + 7 * ldOut);
+        r8.intoArray(out, outOff + 8 * ldOut);
+        r9.intoArray(out, outOff + 9 * ldOut);
+        r10.intoArray(out, outOff + 10 * ldOut);
+        r11.intoArray(out, outOff + 11 * ldOut);
+        r12.intoArray(out, outOff + 12 * ldOut);
+        r13.intoArray(out, outOff + 13 * ldOut);
+        r14.intoArray(out, outOff + 14 * ldOut);
+        r15.intoArray(out, outOff + 15 * ldOut);
     }
 }
