@@ -165,8 +165,8 @@ final class ChunkMath {
     /**
      * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks: each two-vector stripe of B's
      * columns is copied to a per-thread panel ({@link #packStripe}) and A is read in place; a 6-row (then a
-     * 4-, 3- or 2-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast fill the
-     * 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
+     * 4-, 3- or 2-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast
+     * fill the 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
      * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
      * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
      * {@code structure} skips only terms whose A entry is a stored zero, which leave an accumulator unchanged,
@@ -208,14 +208,16 @@ final class ChunkMath {
 
     /** Columns {@code j … j+STRIPE−1} of C from the packed stripe {@code panel} of B, in register tiles of rows. */
     private static void stripeRows(Structure structure, int m, int k, int j, float alpha, float[] a, int aOff,
-                                   int rowStep, int depthStep, float[] panel, float beta, float[] c, int cOff, int ldc) {
+                                   int rowStep, int depthStep, float[] panel, float beta, float[] c, int cOff,
+                                   int ldc) {
         int i = structure == Structure.LOWER_C ? firstRowReaching(j, m) : 0;
         for (; i + 6 <= m; i += 6) {
             tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
                     depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
         }
-        // The rows past the 6-row tiles: one tile of 4, 3 or 2 rows (4 and a single row for 5), so that short products
-        // (a document's rows of a chunk) do not fall to single rows, whose two dependency chains leave the FMA units idle.
+        // The rows past the 6-row tiles: one tile of 4, 3 or 2 rows (4 and a single row for 5), so that short
+        // products (a document's rows of a chunk) do not fall to single rows, whose two dependency chains leave the
+        // FMA units idle.
         int rest = m - i;
         if (rest >= 4) {
             tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
@@ -300,7 +302,8 @@ final class ChunkMath {
         private final int maxK;
         private final int maxN;
         private final float[][] stripes;
-        private final float[] rest;
+        /** The columns past the stripes, grown to the widest remainder packed. */
+        private float[] rest = new float[0];
         private int k;
         private int n;
 
@@ -308,7 +311,6 @@ final class ChunkMath {
             this.maxK = maxK;
             this.maxN = maxN;
             stripes = new float[maxN / STRIPE][maxK * STRIPE];
-            rest = new float[maxK * Math.min(maxN, STRIPE - 1)];
         }
 
         /** Whether B of {@code k} rows and {@code n} columns fits. */
@@ -323,6 +325,10 @@ final class ChunkMath {
             }
             k = rows;
             n = columns;
+            int restFloats = rows * (columns % STRIPE);
+            if (rest.length < restFloats) {
+                rest = new float[restFloats];
+            }
         }
 
         /**

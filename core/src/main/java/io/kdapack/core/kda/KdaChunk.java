@@ -273,7 +273,8 @@ public final class KdaChunk {
                 }
                 beta = 1f;
             }
-            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff, vd);
+            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff,
+                    vd);
             ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dest, destOff, vd);
         }
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
