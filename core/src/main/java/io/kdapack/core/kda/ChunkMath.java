@@ -4,6 +4,7 @@ import io.kdapack.core.linalg.VectorWidth;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -163,9 +164,9 @@ final class ChunkMath {
 
     /**
      * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks: each two-vector stripe of B's
-     * columns is copied to a per-thread panel ({@link #packStripe}) and A is read in place; a 6-row (then
-     * 4-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast fill the
-     * 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
+     * columns is copied to a per-thread panel ({@link #packStripe}) and A is read in place; a 6-row (then a
+     * 4-, 3- or 2-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast
+     * fill the 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
      * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
      * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
      * {@code structure} skips only terms whose A entry is a stored zero, which leave an accumulator unchanged,
@@ -175,43 +176,93 @@ final class ChunkMath {
                        int lda, float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         int rowStep = transA ? 1 : lda;
         int depthStep = transA ? lda : 1;
-        boolean lowerC = structure == Structure.LOWER_C;
         float[] panel = n >= STRIPE ? stripePanel(k) : null;
         int j = 0;
         for (; j + STRIPE <= n; j += STRIPE) {
             packStripe(k, b, bOff + j, ldb, panel);
-            int i = lowerC ? firstRowReaching(j, m) : 0;
-            for (; i + 6 <= m; i += 6) {
-                tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
-                        depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
-            }
-            for (; i + 4 <= m; i += 4) {
-                tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
-                        depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
-            }
-            for (; i < m; i++) {
-                int at = cOff + i * ldc + j;
-                FloatVector acc0 = FloatVector.zero(SPECIES);
-                FloatVector acc1 = FloatVector.zero(SPECIES);
-                for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
-                    FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
-                    acc0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE).fma(av, acc0);
-                    acc1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES).fma(av, acc1);
-                }
-                // Written out, like the tiles' stores.
-                acc0 = acc0.mul(alpha);
-                acc1 = acc1.mul(alpha);
-                if (beta != 0f) {
-                    acc0 = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc0);
-                    acc1 = FloatVector.fromArray(SPECIES, c, at + LANES)
-                            .fma(FloatVector.broadcast(SPECIES, beta), acc1);
-                }
-                acc0.intoArray(c, at);
-                acc1.intoArray(c, at + LANES);
-            }
+            stripeRows(structure, m, k, j, alpha, a, aOff, rowStep, depthStep, panel, beta, c, cOff, ldc);
         }
-        // The columns past the stripes, row by row, over the depth range of the row's tile in the stripes: a skipped
-        // zero term could still turn an accumulator of −0 into +0, so every width adds the same terms to an element.
+        restColumns(structure, m, k, j, n, alpha, a, aOff, rowStep, depthStep, b, bOff, ldb, beta, c, cOff, ldc);
+    }
+
+    /**
+     * {@code C[m×n] = alpha · op(A) · B + beta · C}, {@link Structure#FULL}, with B packed beforehand
+     * ({@link #pack}, {@link #packTransposed}; {@code n} and the depth {@code k} are B's): bitwise the product of
+     * {@link #matmul(boolean, int, int, int, float, float[], int, int, float[], int, int, float, float[], int, int)}
+     * on B, without packing B again.
+     */
+    static void matmul(boolean transA, int m, float alpha, float[] a, int aOff, int lda, Packed b, float beta,
+                       float[] c, int cOff, int ldc) {
+        int rowStep = transA ? 1 : lda;
+        int depthStep = transA ? lda : 1;
+        int stripes = b.n / STRIPE;
+        for (int s = 0; s < stripes; s++) {
+            stripeRows(Structure.FULL, m, b.k, s * STRIPE, alpha, a, aOff, rowStep, depthStep, b.stripes[s], beta, c,
+                    cOff, ldc);
+        }
+        int full = stripes * STRIPE;
+        // The rest block's column j − full holds B's column j.
+        restColumns(Structure.FULL, m, b.k, full, b.n, alpha, a, aOff, rowStep, depthStep, b.rest, -full, b.n - full,
+                beta, c, cOff, ldc);
+    }
+
+    /** Columns {@code j … j+STRIPE−1} of C from the packed stripe {@code panel} of B, in register tiles of rows. */
+    private static void stripeRows(Structure structure, int m, int k, int j, float alpha, float[] a, int aOff,
+                                   int rowStep, int depthStep, float[] panel, float beta, float[] c, int cOff,
+                                   int ldc) {
+        int i = structure == Structure.LOWER_C ? firstRowReaching(j, m) : 0;
+        for (; i + 6 <= m; i += 6) {
+            tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+        }
+        // The rows past the 6-row tiles: one tile of 4, 3 or 2 rows (4 and a single row for 5), so that short
+        // products (a document's rows of a chunk) do not fall to single rows, whose two dependency chains leave the
+        // FMA units idle.
+        int rest = m - i;
+        if (rest >= 4) {
+            tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+            i += 4;
+        } else if (rest == 3) {
+            tile3x2(depthFrom(structure, i), depthTo(structure, i + 3, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+            i += 3;
+        } else if (rest == 2) {
+            tile2x2(depthFrom(structure, i), depthTo(structure, i + 2, k), alpha, a, aOff + i * rowStep, rowStep,
+                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+            i += 2;
+        }
+        for (; i < m; i++) {
+            int at = cOff + i * ldc + j;
+            FloatVector acc0 = FloatVector.zero(SPECIES);
+            FloatVector acc1 = FloatVector.zero(SPECIES);
+            for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
+                FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
+                acc0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE).fma(av, acc0);
+                acc1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES).fma(av, acc1);
+            }
+            // Written out, like the tiles' stores.
+            acc0 = acc0.mul(alpha);
+            acc1 = acc1.mul(alpha);
+            if (beta != 0f) {
+                acc0 = FloatVector.fromArray(SPECIES, c, at).fma(FloatVector.broadcast(SPECIES, beta), acc0);
+                acc1 = FloatVector.fromArray(SPECIES, c, at + LANES).fma(FloatVector.broadcast(SPECIES, beta), acc1);
+            }
+            acc0.intoArray(c, at);
+            acc1.intoArray(c, at + LANES);
+        }
+    }
+
+    /**
+     * Columns {@code j0 … n−1} of C (past the stripes), row by row, over the depth range of the row's tile in the
+     * stripes: a skipped zero term could still turn an accumulator of −0 into +0, so every width adds the same terms
+     * to an element. B's column j is {@code b[bOff + p·ldb + j]}.
+     */
+    private static void restColumns(Structure structure, int m, int k, int j0, int n, float alpha, float[] a, int aOff,
+                                    int rowStep, int depthStep, float[] b, int bOff, int ldb, float beta, float[] c,
+                                    int cOff, int ldc) {
+        boolean lowerC = structure == Structure.LOWER_C;
+        int j = j0;
         for (; j + LANES <= n; j += LANES) {
             for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 FloatVector acc = FloatVector.zero(SPECIES);
@@ -239,6 +290,104 @@ final class ChunkMath {
                 c[at] = beta == 0f ? alpha * acc : Math.fma(beta, c[at], alpha * acc);
             }
         }
+    }
+
+    /**
+     * A matrix B {@code [k×n]} laid out once for several products
+     * ({@link #matmul(boolean, int, float, float[], int, int, Packed, float, float[], int, int)}): its whole
+     * two-vector column stripes as the dense {@code [k×STRIPE]} panels the register tiles read, and the columns past
+     * them as one dense {@code [k×(n mod STRIPE)]} block. Reused, for any {@code k} and {@code n} up to its size.
+     */
+    static final class Packed {
+        private final int maxK;
+        private final int maxN;
+        private final float[][] stripes;
+        /** The columns past the stripes, grown to the widest remainder packed. */
+        private float[] rest = new float[0];
+        private int k;
+        private int n;
+
+        Packed(int maxK, int maxN) {
+            this.maxK = maxK;
+            this.maxN = maxN;
+            stripes = new float[maxN / STRIPE][maxK * STRIPE];
+        }
+
+        /** Whether B of {@code k} rows and {@code n} columns fits. */
+        boolean fits(int rows, int columns) {
+            return rows <= maxK && columns <= maxN;
+        }
+
+        private void shape(int rows, int columns) {
+            if (!fits(rows, columns)) {
+                throw new IllegalArgumentException("packed B of " + rows + "×" + columns + " exceeds " + maxK + "×"
+                        + maxN);
+            }
+            k = rows;
+            n = columns;
+            int restFloats = rows * (columns % STRIPE);
+            if (rest.length < restFloats) {
+                rest = new float[restFloats];
+            }
+        }
+
+        /**
+         * {@code out[i] += Σ_p B[p,i] · other[p,i]} for every column i, a fused multiply-add per depth step in depth
+         * order (elementwise over two matrices packed to the same shape).
+         */
+        void columnDotsInto(Packed other, float[] out) {
+            if (other.k != k || other.n != n) {
+                throw new IllegalArgumentException("packed shapes differ: " + k + "×" + n + " and " + other.k + "×"
+                        + other.n);
+            }
+            int stripeCount = n / STRIPE;
+            for (int s = 0; s < stripeCount; s++) {
+                float[] x = stripes[s];
+                float[] y = other.stripes[s];
+                // In registers over the depth, as out += x·y step by step would round: the same chain.
+                FloatVector acc0 = FloatVector.fromArray(SPECIES, out, s * STRIPE);
+                FloatVector acc1 = FloatVector.fromArray(SPECIES, out, s * STRIPE + LANES);
+                for (int p = 0; p < k; p++) {
+                    acc0 = FloatVector.fromArray(SPECIES, x, p * STRIPE)
+                            .fma(FloatVector.fromArray(SPECIES, y, p * STRIPE), acc0);
+                    acc1 = FloatVector.fromArray(SPECIES, x, p * STRIPE + LANES)
+                            .fma(FloatVector.fromArray(SPECIES, y, p * STRIPE + LANES), acc1);
+                }
+                acc0.intoArray(out, s * STRIPE);
+                acc1.intoArray(out, s * STRIPE + LANES);
+            }
+            int full = stripeCount * STRIPE;
+            for (int p = 0, width = n - full; p < k; p++) {
+                multiplyAdd(width, rest, p * width, other.rest, p * width, out, full);
+            }
+        }
+    }
+
+    /** Packs {@code B [k×n]} (leading dimension {@code ldb}) into {@code out}. */
+    static void pack(int k, int n, float[] b, int bOff, int ldb, Packed out) {
+        out.shape(k, n);
+        int stripes = n / STRIPE;
+        for (int s = 0; s < stripes; s++) {
+            packStripe(k, b, bOff + s * STRIPE, ldb, out.stripes[s]);
+        }
+        int full = stripes * STRIPE;
+        for (int p = 0, width = n - full; p < k; p++) {
+            System.arraycopy(b, bOff + p * ldb + full, out.rest, p * width, width);
+        }
+    }
+
+    /**
+     * Packs {@code B = btᵀ [k×n]} into {@code out}, transposing on the way: {@code bt} holds {@code [n×k]} (leading
+     * dimension {@code ldbt}), its row j being B's column j.
+     */
+    static void packTransposed(int k, int n, float[] bt, int btOff, int ldbt, Packed out) {
+        out.shape(k, n);
+        int stripes = n / STRIPE;
+        for (int s = 0; s < stripes; s++) {
+            transpose(STRIPE, k, bt, btOff + s * STRIPE * ldbt, ldbt, out.stripes[s], STRIPE);
+        }
+        int full = stripes * STRIPE;
+        transpose(n - full, k, bt, btOff + full * ldbt, ldbt, out.rest, n - full);
     }
 
     /**
@@ -293,23 +442,24 @@ final class ChunkMath {
 
     /**
      * The first row of the register tile that holds row {@code i} of an {@code m}-row product in the stripes, whose
-     * rows start at 0 (tiles of 6 rows, then of 4, then single rows; {@link Structure#LOWER_C} starts later, but its
-     * depth range does not depend on the rows).
+     * rows start at 0 (tiles of 6 rows, then one of the remaining 4, 3 or 2 rows, or 4 and a single row for 5, or a
+     * single row; {@link Structure#LOWER_C} starts later, but its depth range does not depend on the rows).
      */
     private static int tileStart(int i, int m) {
         int sixes = m / 6 * 6;
         if (i < sixes) {
             return i / 6 * 6;
         }
-        int fours = sixes + (m - sixes) / 4 * 4;
-        return i < fours ? sixes + (i - sixes) / 4 * 4 : i;
+        return m - sixes == 5 && i == m - 1 ? i : sixes;
     }
 
     /** One past the last row of the register tile that holds row {@code i} (see {@link #tileStart}). */
     private static int tileEnd(int i, int m) {
-        int start = tileStart(i, m);
         int sixes = m / 6 * 6;
-        return start < sixes ? start + 6 : start < sixes + (m - sixes) / 4 * 4 ? start + 4 : start + 1;
+        if (i < sixes) {
+            return i / 6 * 6 + 6;
+        }
+        return m - sixes == 5 && i < m - 1 ? sixes + 4 : m;
     }
 
     /**
@@ -318,6 +468,89 @@ final class ChunkMath {
      */
     private static int firstRowReaching(int column, int m) {
         return Math.min(m, column / 6 * 6);
+    }
+
+    private static void tile2x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        for (int p = from; p < to; p++) {
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector a0 = FloatVector.broadcast(SPECIES, a[ap]);
+            FloatVector a1 = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            c00 = b0.fma(a0, c00);
+            c01 = b1.fma(a0, c01);
+            c10 = b0.fma(a1, c10);
+            c11 = b1.fma(a1, c11);
+        }
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+    }
+
+    private static void tile3x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        FloatVector c20 = FloatVector.zero(SPECIES);
+        FloatVector c21 = FloatVector.zero(SPECIES);
+        for (int p = from; p < to; p++) {
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector a0 = FloatVector.broadcast(SPECIES, a[ap]);
+            FloatVector a1 = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            FloatVector a2 = FloatVector.broadcast(SPECIES, a[ap + 2 * rowStep]);
+            c00 = b0.fma(a0, c00);
+            c01 = b1.fma(a0, c01);
+            c10 = b0.fma(a1, c10);
+            c11 = b1.fma(a1, c11);
+            c20 = b0.fma(a2, c20);
+            c21 = b1.fma(a2, c21);
+        }
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
     }
 
     private static void tile4x2(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
@@ -473,6 +706,31 @@ final class ChunkMath {
      * dimension {@code ld}) transposed into a dense {@code [cols×rows]} block.
      */
     static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out) {
+        transpose(rows, cols, m, mOff, ld, out, rows);
+    }
+
+    /** {@code out[d·ldOut + c] = m[mOff + c·ld + d]}: {@link #transpose} into rows of {@code ldOut ≥ rows} floats. */
+    private static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out, int ldOut) {
+        int wholeRows = 0;
+        int wholeCols = 0;
+        if (LANES == 16) {
+            // 16 × 16 blocks in registers (a copy: any width gives the same bits; only 16-float vectors have it).
+            wholeRows = rows / 16 * 16;
+            wholeCols = cols / 16 * 16;
+            for (int c = 0; c < wholeRows; c += 16) {
+                for (int d = 0; d < wholeCols; d += 16) {
+                    transposeBlock16(m, mOff + c * ld + d, ld, out, d * ldOut + c, ldOut);
+                }
+            }
+        }
+        // The rest (all of it below 16 lanes): the columns past the blocks of the block rows, then the rows past them.
+        transposeScalar(wholeRows, cols - wholeCols, m, mOff + wholeCols, ld, out, wholeCols * ldOut, ldOut);
+        transposeScalar(rows - wholeRows, cols, m, mOff + wholeRows * ld, ld, out, wholeRows, ldOut);
+    }
+
+    /** {@code out[outOff + d·ldOut + c] = m[mOff + c·ld + d]}, element by element. */
+    private static void transposeScalar(int rows, int cols, float[] m, int mOff, int ld, float[] out, int outOff,
+                                        int ldOut) {
         // Four source rows at a time: four sequential reads and four adjacent writes per column, rather than one
         // write a row apart per element (the one-row loop was a tenth of the op's time).
         int c = 0;
@@ -481,7 +739,7 @@ final class ChunkMath {
             int m1 = m0 + ld;
             int m2 = m1 + ld;
             int m3 = m2 + ld;
-            for (int d = 0, o = c; d < cols; d++, o += rows) {
+            for (int d = 0, o = outOff + c; d < cols; d++, o += ldOut) {
                 out[o] = m[m0 + d];
                 out[o + 1] = m[m1 + d];
                 out[o + 2] = m[m2 + d];
@@ -490,8 +748,177 @@ final class ChunkMath {
         }
         for (; c < rows; c++) {
             for (int d = 0; d < cols; d++) {
-                out[d * rows + c] = m[mOff + c * ld + d];
+                out[outOff + d * ldOut + c] = m[mOff + c * ld + d];
             }
         }
+    }
+
+    /**
+     * Lane indices of the two-vector selections of {@link #transposeBlock16}, stage j (j = 0 … 3, h = 2^j): the lower
+     * row of a pair takes lane l of its own row where bit j of l is clear and lane l − h of the upper row where it is
+     * set; the upper row lane l + h of the lower row, or its own lane l. Each stage swaps bit j of the row and the
+     * column index, so the four stages transpose. Made only with 16-float vectors.
+     */
+    @SuppressWarnings("unchecked") // generic array of shuffles, filled below
+    private static final VectorShuffle<Float>[] LOWER_SELECT = new VectorShuffle[4];
+    @SuppressWarnings("unchecked")
+    private static final VectorShuffle<Float>[] UPPER_SELECT = new VectorShuffle[4];
+
+    static {
+        if (LANES == 16) {
+            for (int j = 0; j < 4; j++) {
+                int h = 1 << j;
+                int[] lower = new int[16];
+                int[] upper = new int[16];
+                for (int l = 0; l < 16; l++) {
+                    // An index − 16 (exceptional) takes the lane of the second vector.
+                    lower[l] = (l & h) == 0 ? l : l - h - 16;
+                    upper[l] = (l & h) == 0 ? l + h : l - 16;
+                }
+                LOWER_SELECT[j] = VectorShuffle.fromArray(SPECIES, lower, 0);
+                UPPER_SELECT[j] = VectorShuffle.fromArray(SPECIES, upper, 0);
+            }
+        }
+    }
+
+    /** One 16 × 16 block of {@link #transpose} in registers (written out: a vector array would box every vector). */
+    private static void transposeBlock16(float[] m, int mOff, int ld, float[] out, int outOff, int ldOut) {
+        FloatVector r0 = FloatVector.fromArray(SPECIES, m, mOff + 0 * ld);
+        FloatVector r1 = FloatVector.fromArray(SPECIES, m, mOff + 1 * ld);
+        FloatVector r2 = FloatVector.fromArray(SPECIES, m, mOff + 2 * ld);
+        FloatVector r3 = FloatVector.fromArray(SPECIES, m, mOff + 3 * ld);
+        FloatVector r4 = FloatVector.fromArray(SPECIES, m, mOff + 4 * ld);
+        FloatVector r5 = FloatVector.fromArray(SPECIES, m, mOff + 5 * ld);
+        FloatVector r6 = FloatVector.fromArray(SPECIES, m, mOff + 6 * ld);
+        FloatVector r7 = FloatVector.fromArray(SPECIES, m, mOff + 7 * ld);
+        FloatVector r8 = FloatVector.fromArray(SPECIES, m, mOff + 8 * ld);
+        FloatVector r9 = FloatVector.fromArray(SPECIES, m, mOff + 9 * ld);
+        FloatVector r10 = FloatVector.fromArray(SPECIES, m, mOff + 10 * ld);
+        FloatVector r11 = FloatVector.fromArray(SPECIES, m, mOff + 11 * ld);
+        FloatVector r12 = FloatVector.fromArray(SPECIES, m, mOff + 12 * ld);
+        FloatVector r13 = FloatVector.fromArray(SPECIES, m, mOff + 13 * ld);
+        FloatVector r14 = FloatVector.fromArray(SPECIES, m, mOff + 14 * ld);
+        FloatVector r15 = FloatVector.fromArray(SPECIES, m, mOff + 15 * ld);
+        VectorShuffle<Float> lower0 = LOWER_SELECT[0];
+        VectorShuffle<Float> upper0 = UPPER_SELECT[0];
+        FloatVector t;
+        t = r0.rearrange(lower0, r1);
+        r1 = r0.rearrange(upper0, r1);
+        r0 = t;
+        t = r2.rearrange(lower0, r3);
+        r3 = r2.rearrange(upper0, r3);
+        r2 = t;
+        t = r4.rearrange(lower0, r5);
+        r5 = r4.rearrange(upper0, r5);
+        r4 = t;
+        t = r6.rearrange(lower0, r7);
+        r7 = r6.rearrange(upper0, r7);
+        r6 = t;
+        t = r8.rearrange(lower0, r9);
+        r9 = r8.rearrange(upper0, r9);
+        r8 = t;
+        t = r10.rearrange(lower0, r11);
+        r11 = r10.rearrange(upper0, r11);
+        r10 = t;
+        t = r12.rearrange(lower0, r13);
+        r13 = r12.rearrange(upper0, r13);
+        r12 = t;
+        t = r14.rearrange(lower0, r15);
+        r15 = r14.rearrange(upper0, r15);
+        r14 = t;
+        VectorShuffle<Float> lower1 = LOWER_SELECT[1];
+        VectorShuffle<Float> upper1 = UPPER_SELECT[1];
+        t = r0.rearrange(lower1, r2);
+        r2 = r0.rearrange(upper1, r2);
+        r0 = t;
+        t = r1.rearrange(lower1, r3);
+        r3 = r1.rearrange(upper1, r3);
+        r1 = t;
+        t = r4.rearrange(lower1, r6);
+        r6 = r4.rearrange(upper1, r6);
+        r4 = t;
+        t = r5.rearrange(lower1, r7);
+        r7 = r5.rearrange(upper1, r7);
+        r5 = t;
+        t = r8.rearrange(lower1, r10);
+        r10 = r8.rearrange(upper1, r10);
+        r8 = t;
+        t = r9.rearrange(lower1, r11);
+        r11 = r9.rearrange(upper1, r11);
+        r9 = t;
+        t = r12.rearrange(lower1, r14);
+        r14 = r12.rearrange(upper1, r14);
+        r12 = t;
+        t = r13.rearrange(lower1, r15);
+        r15 = r13.rearrange(upper1, r15);
+        r13 = t;
+        VectorShuffle<Float> lower2 = LOWER_SELECT[2];
+        VectorShuffle<Float> upper2 = UPPER_SELECT[2];
+        t = r0.rearrange(lower2, r4);
+        r4 = r0.rearrange(upper2, r4);
+        r0 = t;
+        t = r1.rearrange(lower2, r5);
+        r5 = r1.rearrange(upper2, r5);
+        r1 = t;
+        t = r2.rearrange(lower2, r6);
+        r6 = r2.rearrange(upper2, r6);
+        r2 = t;
+        t = r3.rearrange(lower2, r7);
+        r7 = r3.rearrange(upper2, r7);
+        r3 = t;
+        t = r8.rearrange(lower2, r12);
+        r12 = r8.rearrange(upper2, r12);
+        r8 = t;
+        t = r9.rearrange(lower2, r13);
+        r13 = r9.rearrange(upper2, r13);
+        r9 = t;
+        t = r10.rearrange(lower2, r14);
+        r14 = r10.rearrange(upper2, r14);
+        r10 = t;
+        t = r11.rearrange(lower2, r15);
+        r15 = r11.rearrange(upper2, r15);
+        r11 = t;
+        VectorShuffle<Float> lower3 = LOWER_SELECT[3];
+        VectorShuffle<Float> upper3 = UPPER_SELECT[3];
+        t = r0.rearrange(lower3, r8);
+        r8 = r0.rearrange(upper3, r8);
+        r0 = t;
+        t = r1.rearrange(lower3, r9);
+        r9 = r1.rearrange(upper3, r9);
+        r1 = t;
+        t = r2.rearrange(lower3, r10);
+        r10 = r2.rearrange(upper3, r10);
+        r2 = t;
+        t = r3.rearrange(lower3, r11);
+        r11 = r3.rearrange(upper3, r11);
+        r3 = t;
+        t = r4.rearrange(lower3, r12);
+        r12 = r4.rearrange(upper3, r12);
+        r4 = t;
+        t = r5.rearrange(lower3, r13);
+        r13 = r5.rearrange(upper3, r13);
+        r5 = t;
+        t = r6.rearrange(lower3, r14);
+        r14 = r6.rearrange(upper3, r14);
+        r6 = t;
+        t = r7.rearrange(lower3, r15);
+        r15 = r7.rearrange(upper3, r15);
+        r7 = t;
+        r0.intoArray(out, outOff + 0 * ldOut);
+        r1.intoArray(out, outOff + 1 * ldOut);
+        r2.intoArray(out, outOff + 2 * ldOut);
+        r3.intoArray(out, outOff + 3 * ldOut);
+        r4.intoArray(out, outOff + 4 * ldOut);
+        r5.intoArray(out, outOff + 5 * ldOut);
+        r6.intoArray(out, outOff + 6 * ldOut);
+        r7.intoArray(out, outOff + 7 * ldOut);
+        r8.intoArray(out, outOff + 8 * ldOut);
+        r9.intoArray(out, outOff + 9 * ldOut);
+        r10.intoArray(out, outOff + 10 * ldOut);
+        r11.intoArray(out, outOff + 11 * ldOut);
+        r12.intoArray(out, outOff + 12 * ldOut);
+        r13.intoArray(out, outOff + 13 * ldOut);
+        r14.intoArray(out, outOff + 14 * ldOut);
+        r15.intoArray(out, outOff + 15 * ldOut);
     }
 }

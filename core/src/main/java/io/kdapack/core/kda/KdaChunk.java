@@ -63,13 +63,18 @@ public final class KdaChunk {
     private final float[] dGamma;
     private final PairwiseDecay pairs;
     private final float[] run;
-    private final float[] dS0;
     private final float[] kb;
     private final float[] vb;
     private final float[] transposed;
-    private final float[] s0Transposed;
-    private final float[] dStateTransposed;
-    private final float[] scratchState;
+    /**
+     * The entry state of each document of the chunk with one ({@code [K,V]}, index j of {@link Documents}), packed
+     * once for the products that share it: as B in the forward ({@code W S}, {@code Qg S}), as Bᵀ in the backward
+     * ({@code dO Sᵀ}, {@code dV' Sᵀ}). Grown to the most documents a chunk has had, at most {@value #SIZE}.
+     */
+    private ChunkMath.Packed[] entries = new ChunkMath.Packed[0];
+    /** The gradient of the end state being handled, packed as B and as Bᵀ. */
+    private final ChunkMath.Packed endGradient;
+    private final ChunkMath.Packed endGradientTransposed;
     private final float[] blockRows;
     private final double[] suffixSum;
 
@@ -90,13 +95,11 @@ public final class KdaChunk {
         dGamma = new float[SIZE * kd];
         pairs = new PairwiseDecay(kd);
         run = new float[kd];
-        dS0 = new float[kd * vd];
         kb = new float[SIZE * kd];
         vb = new float[SIZE * vd];
         transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
-        s0Transposed = new float[kd * vd];
-        dStateTransposed = new float[kd * vd];
-        scratchState = new float[kd * vd];
+        endGradient = packedState();
+        endGradientTransposed = packedState();
         blockRows = new float[INVERSE_BLOCK * SIZE];
         suffixSum = new double[kd];
     }
@@ -136,31 +139,29 @@ public final class KdaChunk {
             // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents)
             ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, o, first * vd, vd);
             for (int j = 0; j < docs.count; j++) {
-                float[] entry = entryState(docs, j, state, h0);
-                if (entry != null) {
+                if (entryState(docs, j, state, h0) != null) {
                     int r0 = docs.start[j];
-                    ChunkMath.matmul(false, docs.end[j] - r0, vd, kd, 1f, p.qg, r0 * kd, kd, entry,
-                            entryOffset(s, docs, j), vd, 1f, o, (first + r0) * vd, vd);
+                    ChunkMath.matmul(false, docs.end[j] - r0, 1f, p.qg, r0 * kd, kd, entries[j], 1f, o,
+                            (first + r0) * vd, vd);
                 }
             }
         }
-        // S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D: the carried state (written last, after the others read it) and the
-        // final states asked for.
+        // S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D: the final states asked for and the carried state, written over the state
+        // it continues (elementwise, then added to) after every other document read it.
         for (int j = 0; j < docs.count; j++) {
             boolean carried = j == docs.count - 1 && docs.carries;
-            if (!carried && ht == null) {
-                continue;
-            }
-            float[] dest = carried ? scratchState : ht;
-            int destOff = carried ? 0 : s.stateOffset(docs.doc[j]);
-            endState(s, docs, j, state, h0, dest, destOff);
             if (carried) {
-                System.arraycopy(scratchState, 0, state, 0, kd * vd);
+                endState(s, docs, j, state, h0, state, 0);
+            } else if (ht != null) {
+                endState(s, docs, j, state, h0, ht, s.stateOffset(docs.doc[j]));
             }
         }
     }
 
-    /** {@code dest[destOff …] = diag(e_D) S_D + Kd_Dᵀ V'_D} for document j of the chunk. */
+    /**
+     * {@code dest[destOff …] = diag(e_D) S_D + Kd_Dᵀ V'_D} for document j of the chunk; dest may be S_D itself (the
+     * carried state).
+     */
     private void endState(HeadParallelBackend.HeadSequence s, Documents docs, int j, float[] state, float[] h0,
                           float[] dest, int destOff) {
         int r0 = docs.start[j];
@@ -211,10 +212,15 @@ public final class KdaChunk {
         Arrays.fill(grads.dq(), first * kd, (first + len) * kd, 0f);
         Arrays.fill(grads.dk(), first * kd, (first + len) * kd, 0f);
         Arrays.fill(dGamma, 0, len * kd, 0f);
-        // Through S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D, for the documents whose end state has a gradient.
+        // Through S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D, for the documents whose end state has a gradient; each entry
+        // state is packed transposed here once, for this loop and the one after dV'.
         for (int j = 0; j < docs.count; j++) {
             int r0 = docs.start[j];
             int rows = docs.end[j] - r0;
+            float[] entry = entryState(docs, j, s0, h0);
+            if (entry != null) {
+                ChunkMath.packTransposed(vd, kd, entry, entryOffset(s, docs, j), vd, entry(j));
+            }
             float[] dOut = endStateGradient(docs, j, dState, dHt);
             if (dOut == null) {
                 Arrays.fill(dVNew, r0 * vd, (r0 + rows) * vd, 0f);
@@ -222,19 +228,14 @@ public final class KdaChunk {
                 continue;
             }
             int dOutOff = endStateGradientOffset(s, docs, j);
-            ChunkMath.matmul(false, rows, vd, kd, 1f, p.kDecayed, r0 * kd, kd, dOut, dOutOff, vd, 0f, dVNew, r0 * vd,
-                    vd);
-            ChunkMath.transpose(kd, vd, dOut, dOutOff, vd, dStateTransposed);
-            ChunkMath.matmul(false, rows, kd, vd, 1f, p.vNew, r0 * vd, vd, dStateTransposed, 0, kd, 0f, dKDecayed,
-                    r0 * kd, kd);
-            float[] entry = entryState(docs, j, s0, h0);
+            ChunkMath.pack(kd, vd, dOut, dOutOff, vd, endGradient);
+            ChunkMath.matmul(false, rows, 1f, p.kDecayed, r0 * kd, kd, endGradient, 0f, dVNew, r0 * vd, vd);
+            ChunkMath.packTransposed(vd, kd, dOut, dOutOff, vd, endGradientTransposed);
+            ChunkMath.matmul(false, rows, 1f, p.vNew, r0 * vd, vd, endGradientTransposed, 0f, dKDecayed, r0 * kd, kd);
             if (entry != null) {
                 // dΓ at the document's last row += e_D ⊙ Σ_j S_D[:,j] ⊙ dS'_D[:,j] (over the transposed states).
-                ChunkMath.transpose(kd, vd, entry, entryOffset(s, docs, j), vd, s0Transposed);
                 Arrays.fill(run, 0f);
-                for (int col = 0; col < vd; col++) {
-                    multiplyAdd(kd, s0Transposed, col * kd, dStateTransposed, col * kd, run, 0);
-                }
+                entries[j].columnDotsInto(endGradientTransposed, run);
                 multiply(kd, p.expPrefix, (docs.end[j] - 1) * kd, run, 0, dGamma, (docs.end[j] - 1) * kd);
             }
         }
@@ -250,31 +251,31 @@ public final class KdaChunk {
         for (int j = docs.count - 1; j >= 0; j--) {
             int r0 = docs.start[j];
             int rows = docs.end[j] - r0;
-            float[] entry = entryState(docs, j, s0, h0);
-            if (entry == null) {
+            if (entryState(docs, j, s0, h0) == null) {
                 Arrays.fill(dQg, r0 * kd, (r0 + rows) * kd, 0f);
                 Arrays.fill(dW, r0 * kd, (r0 + rows) * kd, 0f);
                 continue;
             }
-            ChunkMath.transpose(kd, vd, entry, entryOffset(s, docs, j), vd, s0Transposed);
-            ChunkMath.matmul(false, rows, kd, vd, 1f, dO, dOff + r0 * vd, vd, s0Transposed, 0, kd, 0f, dQg, r0 * kd,
-                    kd);
-            ChunkMath.matmul(false, rows, kd, vd, -1f, dVNew, r0 * vd, vd, s0Transposed, 0, kd, 0f, dW, r0 * kd, kd);
-            // dS_D = diag(e_D) dS'_D + Qg_Dᵀ dO_D − W_Dᵀ dV'_D
+            ChunkMath.matmul(false, rows, 1f, dO, dOff + r0 * vd, vd, entries[j], 0f, dQg, r0 * kd, kd);
+            ChunkMath.matmul(false, rows, -1f, dVNew, r0 * vd, vd, entries[j], 0f, dW, r0 * kd, kd);
+            // dS_D = diag(e_D) dS'_D + Qg_Dᵀ dO_D − W_Dᵀ dV'_D, written to the carried gradient or to dH0 (over dS'_D
+            // itself when both are the carried one: elementwise, then added to).
+            boolean carried = j == 0 && docs.continues;
+            float[] dest = carried ? dState : dH0;
+            int destOff = carried ? 0 : s.stateOffset(docs.doc[j]);
             float[] dOut = endStateGradient(docs, j, dState, dHt);
             float beta = 0f;
             if (dOut != null) {
                 int dOutOff = endStateGradientOffset(s, docs, j);
                 int last = (docs.end[j] - 1) * kd;
                 for (int i = 0; i < kd; i++) {
-                    scale(vd, p.expPrefix[last + i], dOut, dOutOff + i * vd, dS0, i * vd);
+                    scale(vd, p.expPrefix[last + i], dOut, dOutOff + i * vd, dest, destOff + i * vd);
                 }
                 beta = 1f;
             }
-            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dS0, 0, vd);
-            ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dS0, 0, vd);
-            boolean carried = j == 0 && docs.continues;
-            System.arraycopy(dS0, 0, carried ? dState : dH0, carried ? 0 : s.stateOffset(docs.doc[j]), kd * vd);
+            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff,
+                    vd);
+            ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dest, destOff, vd);
         }
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
         ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
@@ -363,10 +364,28 @@ public final class KdaChunk {
             float[] entry = entryState(docs, j, state, h0);
             if (entry != null) {
                 int r0 = docs.start[j];
-                ChunkMath.matmul(false, docs.end[j] - r0, vd, kd, -1f, p.w, r0 * kd, kd, entry, entryOffset(s, docs, j),
-                        vd, 1f, p.vNew, r0 * vd, vd);
+                ChunkMath.pack(kd, vd, entry, entryOffset(s, docs, j), vd, entry(j));
+                ChunkMath.matmul(false, docs.end[j] - r0, -1f, p.w, r0 * kd, kd, entries[j], 1f, p.vNew, r0 * vd, vd);
             }
         }
+    }
+
+    /** The packed entry state of document j of the chunk, allocated on first use. */
+    private ChunkMath.Packed entry(int j) {
+        if (j >= entries.length) {
+            int old = entries.length;
+            entries = Arrays.copyOf(entries, j + 1);
+            for (int i = old; i <= j; i++) {
+                entries[i] = packedState();
+            }
+        }
+        return entries[j];
+    }
+
+    /** Room for a {@code [K,V]} state packed as B or as Bᵀ. */
+    private ChunkMath.Packed packedState() {
+        int d = Math.max(kd, vd);
+        return new ChunkMath.Packed(d, d);
     }
 
     /**

@@ -88,7 +88,10 @@ class ChunkMathTest {
     @Test
     void productsAccumulateEveryElementInDepthOrder() {
         Random random = new Random(33);
-        int[][] shapes = {{64, 64, 64}, {7, 45, 13}, {13, 7, 64}, {64, 37, 19}, {1, 1, 1}, {23, 71, 23}};
+        // m covers every row tiling: 6-row tiles then a tile of 4 (64), 3 (9), 2 (8), 4 and a single row (23, 5), a
+        // single row (7, 13, 1).
+        int[][] shapes = {{64, 64, 64}, {7, 45, 13}, {13, 7, 64}, {64, 37, 19}, {1, 1, 1}, {23, 71, 23}, {9, 64, 9},
+            {8, 33, 8}, {5, 40, 5}, {2, 64, 17}, {3, 32, 3}};
         for (int[] s : shapes) {
             int m = s[0];
             int n = s[1];
@@ -132,6 +135,60 @@ class ChunkMathTest {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /**
+     * A product with B packed once ({@link ChunkMath#pack}, or {@link ChunkMath#packTransposed} from Bᵀ) gives every
+     * element the chain of the product on B as stored, bit for bit, and {@code columnDotsInto} accumulates
+     * {@code B[p,i]·B'[p,i]} over p in order; both at widths with and without a stripe remainder.
+     */
+    @Test
+    void packedProductsAreTheProductsOnBAsStored() {
+        Random random = new Random(34);
+        int[][] shapes = {{64, 64, 64}, {5, 64, 64}, {9, 20, 12}, {1, 7, 48}, {32, 45, 33}, {13, 64, 1}};
+        ChunkMath.Packed packed = new ChunkMath.Packed(64, 64);
+        ChunkMath.Packed transposed = new ChunkMath.Packed(64, 64);
+        for (int[] s : shapes) {
+            int m = s[0];
+            int n = s[1];
+            int k = s[2];
+            float[] b = normal(random, k * n, 1f);
+            float[] bt = new float[n * k];
+            for (int p = 0; p < k; p++) {
+                for (int j = 0; j < n; j++) {
+                    bt[j * k + p] = b[p * n + j];
+                }
+            }
+            ChunkMath.pack(k, n, b, 0, n, packed);
+            ChunkMath.packTransposed(k, n, bt, 0, k, transposed);
+            for (boolean transA : new boolean[] {false, true}) {
+                float[] a = normal(random, m * k, 1f);
+                float[] c0 = normal(random, m * n, 1f);
+                for (float beta : new float[] {0f, 1f}) {
+                    float[] expected = c0.clone();
+                    ChunkMath.matmul(transA, m, n, k, -0.5f, a, 0, transA ? m : k, b, 0, n, beta, expected, 0, n);
+                    for (ChunkMath.Packed from : new ChunkMath.Packed[] {packed, transposed}) {
+                        float[] c = c0.clone();
+                        ChunkMath.matmul(transA, m, -0.5f, a, 0, transA ? m : k, from, beta, c, 0, n);
+                        for (int i = 0; i < m * n; i++) {
+                            assertBits(expected[i], c[i], (from == packed ? "packed " : "packed transposed ") + m + "x"
+                                    + n + "x" + k + (transA ? " transA" : "") + " beta " + beta + " at " + i);
+                        }
+                    }
+                }
+            }
+            float[] dots = normal(random, n, 1f);
+            float[] expected = dots.clone();
+            for (int j = 0; j < n; j++) {
+                for (int p = 0; p < k; p++) {
+                    expected[j] = Math.fma(b[p * n + j], b[p * n + j], expected[j]);
+                }
+            }
+            packed.columnDotsInto(transposed, dots);
+            for (int j = 0; j < n; j++) {
+                assertBits(expected[j], dots[j], "column dots " + k + "x" + n + " at " + j);
             }
         }
     }
