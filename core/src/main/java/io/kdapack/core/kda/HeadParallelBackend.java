@@ -74,11 +74,6 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     record HeadSequence(Segments segments, int firstDoc, int endDoc, int head, int valueHeads, int row0, int length,
                         int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g, float[] beta) {
 
-        /** Head-major row of token {@code p} of this head. */
-        int row(int p) {
-            return head * segments.tokens() + p;
-        }
-
         /** Offset of document {@code n}'s state of this head in a {@code [N,HV,K,V]} array. */
         int stateOffset(int n) {
             return (n * valueHeads + head) * keyDim * valueDim;
