@@ -316,7 +316,10 @@ public final class Trainer implements AutoCloseable {
             accumulation = GradientAccumulation.ofCounts(lossMode, counts, mtpCounts, model.mtpDepth(),
                     config.model().mtp().lossFactor(), first, first + local);
         }
-        parameters.forEach(Parameter::zeroGrad);
+        inPool(() -> {
+            parameters.forEach(Parameter::zeroGrad);
+            return null;
+        });
         return accumulation;
     }
 
@@ -403,7 +406,8 @@ public final class Trainer implements AutoCloseable {
             }
             exchanged = exchange.sumGradients(parameters);
         }
-        TrainingOptimizer.StepStats update = optimizer.step(parameters);
+        // In the pool, so the update's element-wise passes run on the trainer's threads.
+        TrainingOptimizer.StepStats update = inPool(() -> optimizer.step(parameters));
         stepsDone++;
         long waited = gatherNanos + exchanged.waitNanos();
         lastTiming = new StepTiming(System.nanoTime() - stepStart - waited - exchanged.exchangeNanos(), waited,
@@ -505,7 +509,16 @@ public final class Trainer implements AutoCloseable {
     }
 
     private <T> T inPool(Callable<T> work) {
-        return pool.invoke(ForkJoinTask.adapt(work));
+        try {
+            return pool.invoke(ForkJoinTask.adapt(work));
+        } catch (RuntimeException e) {
+            // An exception thrown on a worker comes back as a new one of its type around the original, whose message
+            // it prefixes with the class name: rethrow the original, so the caller sees the message as written.
+            if (e.getCause() instanceof RuntimeException original && original.getClass() == e.getClass()) {
+                throw original;
+            }
+            throw e;
+        }
     }
 
     /** Stops the trainer's worker threads and closes its exchange. */
