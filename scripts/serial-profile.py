@@ -22,7 +22,8 @@ import sys
 DRIVERS = ('io.kdapack.core.model.HybridModel.run', 'io.kdapack.bench.ModelBenchmark$Step.',
            'io.kdapack.training.Trainer.', 'io.kdapack.core.optim.TrainingOptimizer.step')
 REGIONS = ('java.util.stream.', 'java.util.concurrent.ForkJoinTask.doExec', 'java.util.concurrent.ForkJoinTask.invokeAll')
-SET_UP = ('io.kdapack.core.model.ModelInit', 'io.kdapack.config.', 'io.kdapack.bench.ModelBenchmark.randomBatch')
+SET_UP = ('io.kdapack.core.model.ModelInit', 'io.kdapack.config.', 'io.kdapack.bench.ModelBenchmark.randomBatch',
+          'io.kdapack.bench.ModelBenchmark$Step.<init>', 'io.kdapack.core.model.HybridModel.<init>')
 SECTIONS = ('.core.nn.', '.core.model.', '.core.optim.', '.core.loss.', '.core.conv.', '.core.kda.KdaChunked',
             '.core.kda.HeadParallelBackend')
 
