@@ -110,8 +110,10 @@ public final class ModelBenchmark {
         }
 
         void step() {
-            model.parameters().forEach(p -> p.zeroGrad());
-            pool.submit(() -> model.run(batch, weights)).join();
+            pool.submit(() -> {
+                model.parameters().forEach(p -> p.zeroGrad());
+                return model.run(batch, weights);
+            }).join();
         }
 
         @Override

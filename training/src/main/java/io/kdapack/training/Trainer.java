@@ -6,6 +6,7 @@ import io.kdapack.config.TrainConfig;
 import io.kdapack.core.loss.LossMode;
 import io.kdapack.core.model.LanguageModel;
 import io.kdapack.core.model.MicroBatch;
+import io.kdapack.core.nn.Parallel;
 import io.kdapack.core.nn.Parameter;
 import io.kdapack.core.optim.TrainingOptimizer;
 import io.kdapack.training.checkpoint.Checkpoint;
@@ -50,6 +51,8 @@ import java.util.concurrent.ForkJoinTask;
  * losses and gradients through the exchange, so both give the same bits.
  */
 public final class Trainer implements AutoCloseable {
+    /** Floats per task when a block's gradients fold into their running sum. */
+    private static final int FOLD_BLOCK = 1 << 15;
     private final KdapackConfig config;
     private final LanguageModel model;
     private final List<Parameter> parameters;
@@ -316,7 +319,10 @@ public final class Trainer implements AutoCloseable {
             accumulation = GradientAccumulation.ofCounts(lossMode, counts, mtpCounts, model.mtpDepth(),
                     config.model().mtp().lossFactor(), first, first + local);
         }
-        parameters.forEach(Parameter::zeroGrad);
+        inPool(() -> {
+            parameters.forEach(Parameter::zeroGrad);
+            return null;
+        });
         return accumulation;
     }
 
@@ -352,24 +358,28 @@ public final class Trainer implements AutoCloseable {
                 blockSums[p] = new float[parameters.get(p).size()];
             }
         }
-        for (int p = 0; p < parameters.size(); p++) {
-            float[] sum = blockSums[p];
-            float[] g = parameters.get(p).grads();
-            if (block == 0) {
-                System.arraycopy(g, 0, sum, 0, g.length);
-            } else if (block < blocks - 1) {
-                for (int i = 0; i < g.length; i++) {
-                    sum[i] += g[i];
-                }
-            } else {
-                for (int i = 0; i < g.length; i++) {
-                    g[i] = sum[i] + g[i];
-                }
+        // Element-wise, so in parallel blocks on the trainer's threads; each element's sum is the same.
+        inPool(() -> {
+            for (int p = 0; p < parameters.size(); p++) {
+                float[] sum = blockSums[p];
+                float[] g = parameters.get(p).grads();
+                Parallel.forBlocks(g.length, FOLD_BLOCK, (from, to) -> {
+                    for (int i = from; i < to; i++) {
+                        if (block == 0) {
+                            sum[i] = g[i];
+                        } else if (block < blocks - 1) {
+                            sum[i] += g[i];
+                        } else {
+                            g[i] = sum[i] + g[i];
+                        }
+                        if (block < blocks - 1) {
+                            g[i] = 0f;
+                        }
+                    }
+                });
             }
-            if (block < blocks - 1) {
-                java.util.Arrays.fill(g, 0f);
-            }
-        }
+            return null;
+        });
     }
 
     /**
@@ -403,7 +413,8 @@ public final class Trainer implements AutoCloseable {
             }
             exchanged = exchange.sumGradients(parameters);
         }
-        TrainingOptimizer.StepStats update = optimizer.step(parameters);
+        // In the pool, so the update's element-wise passes run on the trainer's threads.
+        TrainingOptimizer.StepStats update = inPool(() -> optimizer.step(parameters));
         stepsDone++;
         long waited = gatherNanos + exchanged.waitNanos();
         lastTiming = new StepTiming(System.nanoTime() - stepStart - waited - exchanged.exchangeNanos(), waited,
@@ -505,7 +516,16 @@ public final class Trainer implements AutoCloseable {
     }
 
     private <T> T inPool(Callable<T> work) {
-        return pool.invoke(ForkJoinTask.adapt(work));
+        try {
+            return pool.invoke(ForkJoinTask.adapt(work));
+        } catch (RuntimeException e) {
+            // An exception thrown on a worker comes back as a new one of its type around the original, whose message
+            // it prefixes with the class name: rethrow the original, so the caller sees the message as written.
+            if (e.getCause() instanceof RuntimeException original && original.getClass() == e.getClass()) {
+                throw original;
+            }
+            throw e;
+        }
     }
 
     /** Stops the trainer's worker threads and closes its exchange. */

@@ -4,13 +4,22 @@ import io.kdapack.core.nn.Parallel;
 
 /** Element-wise helpers of the model code, parallel over fixed blocks (results do not depend on threads). */
 final class Tensors {
+    /** Elements per task of {@link #sum}, as {@link Parallel#addInto}. */
+    private static final int SUM_BLOCK = 4096;
     private Tensors() {
     }
 
-    /** {@code a + b} as a new array. */
+    /** {@code a + b} as a new array, in parallel blocks (no copy of {@code a} on the calling thread first). */
     static float[] sum(float[] a, float[] b) {
-        float[] out = a.clone();
-        Parallel.addInto(out, b);
+        if (a.length != b.length) {
+            throw new IllegalArgumentException("sum: lengths " + a.length + " and " + b.length + " differ");
+        }
+        float[] out = new float[a.length];
+        Parallel.forBlocks(a.length, SUM_BLOCK, (from, to) -> {
+            for (int i = from; i < to; i++) {
+                out[i] = a[i] + b[i];
+            }
+        });
         return out;
     }
 

@@ -4,6 +4,10 @@ import java.util.List;
 
 /** Token embedding: {@code weight [vocab, d]}, {@code out[t] = weight[tokens[t]]}. Parameter {@code <name>.weight}. */
 public final class Embedding implements Layer {
+    /** Tokens per task of the forward's row copies. */
+    private static final int ROWS_PER_TASK = 256;
+    /** Gradient columns per task of the backward. */
+    private static final int COLUMNS_PER_TASK = 32;
     private final int vocabSize;
     private final int dim;
     private final Parameter weight;
@@ -36,21 +40,30 @@ public final class Embedding implements Layer {
             }
         }
         float[] out = new float[tokens.length * dim];
-        for (int t = 0; t < tokens.length; t++) {
-            System.arraycopy(weight.values(), tokens[t] * dim, out, t * dim, dim);
-        }
+        Parallel.forBlocks(tokens.length, ROWS_PER_TASK, (from, to) -> {
+            for (int t = from; t < to; t++) {
+                System.arraycopy(weight.values(), tokens[t] * dim, out, t * dim, dim);
+            }
+        });
         return out;
     }
 
-    /** Adds {@code dOut [T,d]} into the gradient rows of the tokens, in token order (deterministic). */
+    /**
+     * Adds {@code dOut [T,d]} into the gradient rows of the tokens, in token order (deterministic): the columns are
+     * split over the pool, and each column adds its tokens in order, so a row that several tokens share sums them in
+     * the same order whatever the split.
+     */
     public void backward(int[] tokens, float[] dOut) {
         Shapes.check(weight.name() + " output gradient", dOut, tokens.length, dim);
         float[] grad = weight.grads();
-        for (int t = 0; t < tokens.length; t++) {
-            int row = tokens[t] * dim;
-            for (int j = 0; j < dim; j++) {
-                grad[row + j] += dOut[t * dim + j];
+        Parallel.forBlocks(dim, COLUMNS_PER_TASK, (from, to) -> {
+            for (int t = 0; t < tokens.length; t++) {
+                int row = tokens[t] * dim;
+                int in = t * dim;
+                for (int j = from; j < to; j++) {
+                    grad[row + j] += dOut[in + j];
+                }
             }
-        }
+        });
     }
 }

@@ -15,6 +15,8 @@ import java.util.Random;
  * @param grads  accumulated gradient; {@link #zeroGrad()} clears it
  */
 public record Parameter(String name, int[] shape, float[] values, float[] grads) implements NamedParameter {
+    /** Floats per task when zeroing a gradient (128 KiB). */
+    private static final int ZERO_BLOCK = 1 << 15;
 
     public Parameter {
         if (name == null || name.isEmpty()) {
@@ -60,8 +62,9 @@ public record Parameter(String name, int[] shape, float[] values, float[] grads)
         return values.length;
     }
 
+    /** Sets the gradient to zero, in parallel blocks in the calling task's fork-join pool (or the common pool). */
     public void zeroGrad() {
-        Arrays.fill(grads, 0f);
+        Parallel.forBlocks(grads.length, ZERO_BLOCK, (from, to) -> Arrays.fill(grads, from, to, 0f));
     }
 
     /** Fills the values with normal samples of standard deviation {@code std}. */

@@ -16,8 +16,9 @@ import java.util.Set;
  *   p ← p − (lr / (1 − β1^t)) · m / (√v / √(1 − β2^t) + eps)
  * </pre>
  * The parameters' fp32 values are the master weights; the moments are kept in fp32, each element's update is
- * computed in double and rounded once, so a step is deterministic and independent of threading. Moments start at
- * zero the first time a parameter name is seen.
+ * computed in double and rounded once, so a step is deterministic and independent of threading: the elements are
+ * updated in parallel blocks in the fork-join pool of the calling task (or the common pool). Moments start at zero
+ * the first time a parameter name is seen.
  */
 public final class AdamW {
     private final AdamWOptions options;
@@ -85,21 +86,27 @@ public final class AdamW {
         double beta2 = options.beta2();
         double stepSize = lr / (1 - Math.pow(beta1, step));
         double bias2Sqrt = Math.sqrt(1 - Math.pow(beta2, step));
-        for (NamedParameter p : parameters) {
+        // Element-wise, so the blocks run in parallel (ElementBlocks); each element's arithmetic is the same.
+        ElementBlocks.forEach(parameters, (p, from, to) -> {
             double decay = WeightDecayRule.appliesTo(p.name()) ? 1 - lr * options.weightDecay() : 1;
-            float[] values = p.values();
-            float[] grads = p.grads();
-            float[] m = expAvg.get(p.name());
-            float[] v = expAvgSq.get(p.name());
-            for (int i = 0; i < values.length; i++) {
-                double g = grads[i];
-                double mi = beta1 * m[i] + (1 - beta1) * g;
-                double vi = beta2 * v[i] + (1 - beta2) * g * g;
-                m[i] = (float) mi;
-                v[i] = (float) vi;
-                double denom = Math.sqrt(vi) / bias2Sqrt + options.eps();
-                values[i] = (float) (values[i] * decay - stepSize * mi / denom);
-            }
+            update(p.values(), p.grads(), expAvg.get(p.name()), expAvgSq.get(p.name()), from, to, decay, stepSize,
+                    bias2Sqrt);
+        });
+    }
+
+    /** The update of elements {@code [from, to)} of one parameter. */
+    private void update(float[] values, float[] grads, float[] m, float[] v, int from, int to, double decay,
+                        double stepSize, double bias2Sqrt) {
+        double beta1 = options.beta1();
+        double beta2 = options.beta2();
+        for (int i = from; i < to; i++) {
+            double g = grads[i];
+            double mi = beta1 * m[i] + (1 - beta1) * g;
+            double vi = beta2 * v[i] + (1 - beta2) * g * g;
+            m[i] = (float) mi;
+            v[i] = (float) vi;
+            double denom = Math.sqrt(vi) / bias2Sqrt + options.eps();
+            values[i] = (float) (values[i] * decay - stepSize * mi / denom);
         }
     }
 }

@@ -5,8 +5,9 @@ import java.util.List;
 /**
  * Global gradient-norm clipping as Megatron's {@code clip_grad_norm_fp32}: the L2 norm over all gradients, and when
  * {@code maxNorm / (norm + 1e-6) < 1} every gradient is multiplied by that coefficient. The norm is summed in double
- * in a fixed order (parameters in list order, elements in index order), so it is bit-identical across runs and
- * thread counts.
+ * in a fixed order (parameters in list order, elements in index order), on the calling thread, so it is bit-identical
+ * across runs and thread counts; the scaling, element by element, runs in parallel blocks in the calling task's
+ * fork-join pool.
  */
 public final class GradientClipping {
     /** Megatron's guard against division by zero in the clip coefficient. */
@@ -40,12 +41,13 @@ public final class GradientClipping {
         double norm = globalNorm(parameters);
         double coefficient = maxNorm / (norm + EPSILON);
         if (maxNorm > 0 && coefficient < 1.0) {
-            for (NamedParameter p : parameters) {
+            // Element-wise: parallel blocks (the norm above is a reduction and keeps its one fixed order).
+            ElementBlocks.forEach(parameters, (p, from, to) -> {
                 float[] grads = p.grads();
-                for (int i = 0; i < grads.length; i++) {
+                for (int i = from; i < to; i++) {
                     grads[i] = (float) (grads[i] * coefficient);
                 }
-            }
+            });
         }
         return norm;
     }

@@ -6,7 +6,8 @@ import java.util.List;
 /**
  * The optimizer step of a training run, in Megatron's order: global gradient-norm clipping, the learning rate of
  * the schedule for the number of updates already made, the AdamW update, then the gradients are zeroed for the
- * next global batch. Built from {@code train.optimizer} and {@code train.steps}.
+ * next global batch. Built from {@code train.optimizer} and {@code train.steps}. The element-wise passes run in
+ * parallel in the fork-join pool of the calling task (or the common pool); see {@link ElementBlocks}.
  */
 public final class TrainingOptimizer {
     private final OptimizerConfig config;
@@ -59,9 +60,7 @@ public final class TrainingOptimizer {
         }
         double lr = schedule.lr(adam.steps());
         adam.step(parameters, lr);
-        for (NamedParameter p : parameters) {
-            java.util.Arrays.fill(p.grads(), 0f);
-        }
+        ElementBlocks.zeroGradients(parameters);
         return new StepStats(adam.steps(), lr, gradNorm);
     }
 }

@@ -29,6 +29,44 @@ class EmbeddingAndMlpTest {
                 assertThrows(IllegalArgumentException.class, () -> embedding.forward(new int[] {0, 7})).getMessage());
     }
 
+    /**
+     * The forward copies rows and the backward sums columns in parallel: bitwise the serial token-order loop for
+     * every pool size, rows that many tokens share included (7 ids over 1 000 tokens, a width of 70 that leaves a
+     * ragged column block, a gradient that already holds values).
+     */
+    @Test
+    void embeddingIsBitwiseTheSerialLoopForEveryPoolSize() throws Exception {
+        Random random = new Random(8);
+        int vocab = 7;
+        int dim = 70;
+        int[] tokens = random.ints(1000, 0, vocab).toArray();
+        float[] dy = GradCheck.normal(random, tokens.length * dim, 1);
+        float[] initial = GradCheck.normal(random, vocab * dim, 1);
+        float[] expected = initial.clone();
+        for (int t = 0; t < tokens.length; t++) {
+            for (int j = 0; j < dim; j++) {
+                expected[tokens[t] * dim + j] += dy[t * dim + j];
+            }
+        }
+        for (int threads : new int[] {1, 2, 3}) {
+            Embedding embedding = new Embedding("model.embed_tokens", vocab, dim);
+            GradCheck.randomize(embedding, new Random(9), 1);
+            System.arraycopy(initial, 0, embedding.weight().grads(), 0, initial.length);
+            java.util.concurrent.ForkJoinPool pool = new java.util.concurrent.ForkJoinPool(threads);
+            try {
+                float[] out = pool.submit(() -> embedding.forward(tokens)).get();
+                for (int t = 0; t < tokens.length; t++) {
+                    assertArrayEquals(java.util.Arrays.copyOfRange(embedding.weight().values(), tokens[t] * dim,
+                            (tokens[t] + 1) * dim), java.util.Arrays.copyOfRange(out, t * dim, (t + 1) * dim));
+                }
+                pool.submit(() -> embedding.backward(tokens, dy)).get();
+            } finally {
+                pool.shutdown();
+            }
+            assertArrayEquals(expected, embedding.weight().grads(), threads + " threads");
+        }
+    }
+
     @Test
     void swiGluMatchesFormulaAndGradients() {
         Random random = new Random(7);
