@@ -46,7 +46,8 @@ import org.apache.pekko.pattern.StatusReply;
  * handed out is narrowed to them) and its own private messages.
  *
  * <p>What differs from a single JVM: {@code StopAll} (this member shutting down) stops nothing, as the jobs belong to
- * the workers and go on; {@code POST /v1/steps} is refused (the weights live on the worker); readiness is this
+ * the workers and go on; {@code POST /v1/steps} is refused (the weights live on the worker), and so is a purge
+ * ({@link #onPurge}); a cancellation is refused (503) while the job's worker cannot be reached; readiness is this
  * member's own.
  */
 public final class ClusterJobManager extends AbstractBehavior<Object> {
@@ -122,6 +123,7 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
                 .onMessage(JobManager.GetJob.class, this::onGetJob)
                 .onMessage(JobManager.ListJobs.class, this::onListJobs)
                 .onMessage(JobManager.CancelJob.class, this::onCancelJob)
+                .onMessage(JobManager.Purge.class, this::onPurge)
                 .onMessage(JobManager.Evaluate.class, this::onEvaluate)
                 .onMessage(JobManager.StopAll.class, this::onStopAll)
                 .onMessage(JobManager.SubscribeEvents.class, this::onSubscribeEvents)
@@ -180,15 +182,53 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
         return new JobHandle(status, mirrors.open(status), gauges.computeIfAbsent(status.id(), id -> new PipelineGauges()));
     }
 
+    /**
+     * A cancellation is told to the job's worker and its answer relayed. A job not placed, or whose worker is gone for
+     * good, answers what is known (its end, or unknown). A worker that this member sees unreachable is not asked (the ask
+     * could only time out): the reply is a 503 naming it, as is one that does not answer within {@link #WORKER_ANSWER};
+     * nothing was cancelled then, and the client may retry (or, once the member is removed, finds the run failed).
+     */
     private Behavior<Object> onCancelJob(JobManager.CancelJob cancel) {
-        locate(cancel.jobId()).thenCompose(location -> {
-            if (!location.placed() || location.lost() || leavingForGood(location.workers().getFirst())) {
-                return CompletableFuture.completedFuture(Optional.ofNullable(location.known()));
+        String id = cancel.jobId();
+        locate(id).<CompletionStage<StatusReply<Optional<JobStatus>>>>handle((location, failure) -> {
+            if (failure != null) {
+                return CompletableFuture.completedFuture(StatusReply.<Optional<JobStatus>>error(new RunRefused(503,
+                        "the job directory did not answer within " + askTimeout.toSeconds() + " s; retry DELETE /v1/jobs/"
+                                + id, null)));
             }
-            return this.<WorkerAgent.Command, RunReply>ask(location.workers().getFirst(), ref -> new WorkerAgent.CancelRun(cancel.jobId(), ref),
-                            WORKER_ANSWER)
-                    .thenApply(reply -> Optional.ofNullable(reply.status() != null ? reply.status() : location.known()));
-        }).whenComplete((status, failure) -> cancel.replyTo().tell(failure != null ? Optional.empty() : status));
+            if (!location.placed() || location.lost() || leavingForGood(location.workers().getFirst())) {
+                return CompletableFuture.completedFuture(StatusReply.success(Optional.ofNullable(location.known())));
+            }
+            ActorRef<WorkerAgent.Command> worker = location.workers().getFirst();
+            if (unreachable(worker)) {
+                return CompletableFuture.completedFuture(StatusReply.<Optional<JobStatus>>error(new RunRefused(503,
+                        "job " + id + " was not cancelled: its worker " + worker.path().address() + " is unreachable. "
+                                + "Retry DELETE /v1/jobs/" + id + " once it is reachable again; should it be removed "
+                                + "from the cluster instead, the run is marked failed (resumable from its newest "
+                                + "checkpoint)", null)));
+            }
+            return this.<WorkerAgent.Command, RunReply>ask(worker, ref -> new WorkerAgent.CancelRun(id, ref), WORKER_ANSWER)
+                    .handle((reply, noAnswer) -> noAnswer != null
+                            ? StatusReply.<Optional<JobStatus>>error(new RunRefused(503, "job " + id
+                                    + " may not be cancelled: its worker " + worker.path().address()
+                                    + " did not answer the cancellation within " + WORKER_ANSWER.toSeconds()
+                                    + " s; retry DELETE /v1/jobs/" + id, null))
+                            : StatusReply.success(Optional.ofNullable(reply.status() != null ? reply.status()
+                                    : location.known())));
+        }).thenCompose(Function.identity()).thenAccept(cancel.replyTo()::tell);
+        return this;
+    }
+
+    /**
+     * {@code DELETE /v1/jobs/{id}?purge=true} is refused on a cluster's api members (501): the job's status is kept by its
+     * worker's job manager and by the job directory, and both would have to forget it, and refuse the id until its files
+     * are gone, before the files could be removed safely; that is not built.
+     */
+    private Behavior<Object> onPurge(JobManager.Purge purge) {
+        purge.replyTo().tell(StatusReply.error(new RunRefused(501, "DELETE /v1/jobs/" + purge.jobId()
+                + "?purge=true is not served by a cluster's api members: the job's status is kept by its worker and "
+                + "the job directory, which a purge would have to forget on every member first; nothing was removed",
+                "purge")));
         return this;
     }
 
@@ -337,13 +377,20 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
 
     /**
      * Whether {@code worker}'s member is seen leaving for good ({@code Exiting}, {@code Down}): a cancellation is not
-     * sent there. It is still sent to an unreachable member (a partition may heal within the ask's timeout) and to one
-     * not seen here (it may have joined a moment ago).
+     * sent there, and the job's known status answers. It is still sent to one not seen here (it may have joined a moment
+     * ago).
      */
     private boolean leavingForGood(ActorRef<WorkerAgent.Command> worker) {
         Address address = worker.path().address();
         return address.hasGlobalScope() && memberAt(cluster.state(), address).map(ClusterJobManager::leftForGood)
                 .orElse(false);
+    }
+
+    /** Whether this member's failure detector has {@code worker}'s member unreachable. */
+    private boolean unreachable(ActorRef<WorkerAgent.Command> worker) {
+        Address address = worker.path().address();
+        return address.hasGlobalScope() && cluster.state().getUnreachable().stream()
+                .anyMatch(member -> member.address().equals(address));
     }
 
     private static boolean leftForGood(Member member) {
