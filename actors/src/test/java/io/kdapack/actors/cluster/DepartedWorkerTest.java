@@ -59,8 +59,10 @@ import org.junit.jupiter.api.io.TempDir;
  * ({@code GET /v1/jobs/{id}}, which {@code DELETE}, {@code resume} and {@code /events} read first) and a cancellation
  * answer the end within {@link #PROMPT}. A job ends {@code succeeded} and its worker then crashes (its system stops
  * without leaving, as after {@code kill -9}): while it is unreachable and not yet removed (the directory's placement is
- * not lost), the status is still answered within {@link #PROMPT}; then it is downed (as the split brain resolver does)
- * and removed, and status, cancellation and the list answer at once. Each of the two fixes is needed: without the
+ * not lost), the status is still answered within {@link #PROMPT}, and a cancellation of a third job, still running
+ * there, is refused with a 503 naming the member within {@link #PROMPT} (it used to wait out the ask and reply empty,
+ * which the HTTP layer answered 404 "no job"); then it is downed (as the split brain resolver does) and removed, the
+ * third job is failed, and status, cancellation and the list answer at once. Each of the two fixes is needed: without the
  * directory's the leave fails (placement not lost), without the api member's own check the crash fails (5.02 s); the
  * code before both took 5.03 s for the first status.
  *
