@@ -46,9 +46,9 @@ import org.apache.pekko.pattern.StatusReply;
  * handed out is narrowed to them) and its own private messages.
  *
  * <p>What differs from a single JVM: {@code StopAll} (this member shutting down) stops nothing, as the jobs belong to
- * the workers and go on; {@code POST /v1/steps} is refused (the weights live on the worker), and so is a purge
- * ({@link #onPurge}); a cancellation is refused (503) while the job's worker cannot be reached; readiness is this
- * member's own.
+ * the workers and go on; {@code POST /v1/steps} is refused (the weights live on the worker); a purge is done by the
+ * job's worker ({@link #onPurge}); a cancellation is refused (503) while the job's worker cannot be reached; readiness
+ * is this member's own.
  */
 public final class ClusterJobManager extends AbstractBehavior<Object> {
 
@@ -124,6 +124,10 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
                 .onMessage(JobManager.ListJobs.class, this::onListJobs)
                 .onMessage(JobManager.CancelJob.class, this::onCancelJob)
                 .onMessage(JobManager.Purge.class, this::onPurge)
+                .onMessage(JobManager.PurgeDone.class, done -> {
+                    directory.tell(new JobDirectory.PurgeDone(done.jobId()));
+                    return this;
+                })
                 .onMessage(JobManager.Evaluate.class, this::onEvaluate)
                 .onMessage(JobManager.StopAll.class, this::onStopAll)
                 .onMessage(JobManager.SubscribeEvents.class, this::onSubscribeEvents)
@@ -220,15 +224,18 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     }
 
     /**
-     * {@code DELETE /v1/jobs/{id}?purge=true} is refused on a cluster's api members (501): the job's status is kept by its
-     * worker's job manager and by the job directory, and both would have to forget it, and refuse the id until its files
-     * are gone, before the files could be removed safely; that is not built.
+     * {@code DELETE /v1/jobs/{id}?purge=true}: the {@link JobDirectory} has the job's worker purge it (its status and
+     * files) and forgets its placement; the caller ({@code JobService}) then removes what is left of its files (those
+     * of a job not placed, known only from its directory) and sends {@link JobManager.PurgeDone}, which frees the id.
      */
     private Behavior<Object> onPurge(JobManager.Purge purge) {
-        purge.replyTo().tell(StatusReply.error(new RunRefused(501, "DELETE /v1/jobs/" + purge.jobId()
-                + "?purge=true is not served by a cluster's api members: the job's status is kept by its worker and "
-                + "the job directory, which a purge would have to forget on every member first; nothing was removed",
-                "purge")));
+        String id = purge.jobId();
+        this.<JobDirectory.Command, RunReply>ask(directory, ref -> new JobDirectory.Purge(id, ref), askTimeout)
+                .whenComplete((reply, failure) -> purge.replyTo().tell(failure != null
+                        ? StatusReply.error(new RunRefused(503, "the job directory did not answer the purge of job " + id
+                                + " within " + askTimeout.toSeconds() + " s; retry", null))
+                        : reply.refusal() != null ? StatusReply.error(reply.refusal().toException())
+                        : StatusReply.success(Optional.ofNullable(reply.status()))));
         return this;
     }
 

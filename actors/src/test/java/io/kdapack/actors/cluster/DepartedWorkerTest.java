@@ -116,6 +116,11 @@ class DepartedWorkerTest {
         }
 
         @Override
+        public CompletionStage<Optional<JobStatus>> purge(String jobId) {
+            return CompletableFuture.completedFuture(Optional.ofNullable(runs.remove(jobId)));
+        }
+
+        @Override
         public RankSpec rankSpec(String jobId, int rank, ExchangeSettings exchange, ActorRef<RankEvent> listener) {
             throw new UnsupportedOperationException("single-worker jobs only");
         }
