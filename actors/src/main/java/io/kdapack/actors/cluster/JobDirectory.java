@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -54,7 +55,7 @@ import org.apache.pekko.cluster.typed.Subscribe;
 public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
 
     public sealed interface Command permits Submit, Locate, Describe, Purge, PurgeDone, WorkersChanged, Recovered,
-            Started, Purged, MemberGone, Event {
+            Started, Purged, HoldExpired, MemberGone, Event {
     }
 
     /**
@@ -70,7 +71,7 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
     /**
      * Purge an ended job ({@code DELETE /v1/jobs/{id}?purge=true}): its worker purges it as a single server does (its job
      * manager forgets the status, its files are removed), then this directory forgets the placement and refuses the id
-     * until {@link PurgeDone}. Replies the last status, {@link RunReply#unknown} for a job not placed here (its files, if
+     * until {@link PurgeDone} (at most {@link #PURGE_HOLD}). Replies the last status, {@link RunReply#unknown} for a job not placed here (its files, if
      * any, are the asking member's to remove), or the refusal: 409 while it runs or is being purged, 503 when its worker
      * is unreachable or does not answer within {@link ClusterJobManager#WORKER_ANSWER} (nothing forgotten here then).
      */
@@ -115,6 +116,9 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
             implements Command {
     }
 
+    private record HoldExpired(String jobId, long hold) implements Command {
+    }
+
     private record MemberGone(ClusterEvent.MemberRemoved removed) implements Command {
     }
 
@@ -131,6 +135,9 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         }
     }
 
+    /** Longest a purged job's id is held without the asking member's {@link PurgeDone}. */
+    static final Duration PURGE_HOLD = Duration.ofMinutes(2);
+
     /** Ended placements kept for {@link Locate} (the workers keep their own 32 finished jobs too). */
     static final int RETAIN_ENDED = 256;
 
@@ -140,8 +147,12 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
     private final Address self;
     private final Map<String, Placement> placements = new LinkedHashMap<>();
     private final Set<String> starting = new HashSet<>();
-    /** Jobs being purged: not started until {@link PurgeDone} (a new instance after a handover starts without them). */
-    private final Set<String> purging = new HashSet<>();
+    /**
+     * Jobs being purged, each with its hold's number: not started until {@link PurgeDone}, or {@link #PURGE_HOLD} for an
+     * api member that went away before sending it (a new instance after a handover starts without them).
+     */
+    private final Map<String, Long> purging = new HashMap<>();
+    private long holds;
     private final Cluster cluster;
     private final Set<ActorRef<WorkerAgent.Command>> workers = new HashSet<>();
 
@@ -182,6 +193,10 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                     purging.remove(done.jobId());
                     return this;
                 })
+                .onMessage(HoldExpired.class, expired -> {
+                    purging.remove(expired.jobId(), expired.hold());
+                    return this;
+                })
                 .onMessage(WorkersChanged.class, this::onWorkersChanged)
                 .onMessage(Recovered.class, this::onRecovered)
                 .onMessage(Started.class, this::onStarted)
@@ -198,7 +213,7 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                     + (starting.contains(id) ? "being started" : "running on " + members(existing.workers())), null)));
             return this;
         }
-        if (purging.contains(id)) {
+        if (purging.containsKey(id)) {
             submit.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is being purged", null)));
             return this;
         }
@@ -241,13 +256,13 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                     + ": cancel it first (DELETE /v1/jobs/" + id + ") and purge it once it has ended", null)));
             return this;
         }
-        if (purging.contains(id)) {
+        if (purging.containsKey(id)) {
             purge.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is being purged", null)));
             return this;
         }
         if (placement == null || placement.lost()) {
             // Not placed here, or its worker has left (and its job manager with it): nothing to forget but the placement.
-            purging.add(id);
+            hold(id);
             placements.remove(id);
             purge.replyTo().tell(placement == null ? RunReply.unknown() : RunReply.of(placement.known()));
             return this;
@@ -261,7 +276,7 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                     + " cluster", null)));
             return this;
         }
-        purging.add(id);
+        hold(id);
         getContext().ask(RunReply.class, worker, ClusterJobManager.WORKER_ANSWER, ref -> new WorkerAgent.PurgeRun(id, ref),
                 (reply, failure) -> new Purged(id, reply, failure, purge.replyTo()));
         return this;
@@ -285,6 +300,12 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                 : placement == null ? null : placement.known();
         purged.replyTo().tell(last == null ? RunReply.unknown() : RunReply.of(last));
         return this;
+    }
+
+    private void hold(String id) {
+        long hold = ++holds;
+        purging.put(id, hold);
+        getContext().scheduleOnce(PURGE_HOLD, getContext().getSelf(), new HoldExpired(id, hold));
     }
 
     private Behavior<Command> onLocate(Locate locate) {
