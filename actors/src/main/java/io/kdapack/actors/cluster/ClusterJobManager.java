@@ -189,8 +189,9 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     /**
      * A cancellation is told to the job's worker and its answer relayed. A job not placed, or whose worker is gone for
      * good, answers what is known (its end, or unknown). A worker that this member sees unreachable is not asked (the ask
-     * could only time out): the reply is a 503 naming it, as is one that does not answer within {@link #WORKER_ANSWER};
-     * nothing was cancelled then, and the client may retry (or, once the member is removed, finds the run failed).
+     * could only time out): the reply is a 503 naming it (nothing was cancelled), as for one that does not answer within
+     * {@link #WORKER_ANSWER} (the cancellation may have reached it); the client may retry (or, once the member is
+     * removed, finds the run failed).
      */
     private Behavior<Object> onCancelJob(JobManager.CancelJob cancel) {
         String id = cancel.jobId();

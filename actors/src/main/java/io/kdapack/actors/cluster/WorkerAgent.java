@@ -45,8 +45,8 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     /** Every worker member's agent. */
     public static final ServiceKey<Command> KEY = ServiceKey.create(Command.class, "kdapack-worker");
 
-    public sealed interface Command permits StartRun, StartParallel, SpawnRank, GetRun, ListRuns, CancelRun, PurgeRun, Event,
-            SpecBuilt, ParallelStatus, RunStopped {
+    public sealed interface Command permits StartRun, StartParallel, SpawnRank, GetRun, ListRuns, CancelRun, PurgeRun,
+            Event, SpecBuilt, ParallelStatus, RunStopped {
     }
 
     /**
@@ -91,7 +91,6 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     public record CancelRun(String jobId, ActorRef<RunReply> replyTo) implements Command, ClusterMessage {
     }
 
-    /** What {@link ListRuns} answers: the statuses and who answered. */
     /**
      * Purge an ended run as a single server does ({@link LocalJobs#purge}); replies its last status, {@link RunReply#unknown}
      * when only its files were left, or the refusal (409 while it runs, 404 when neither this member nor the disk knows it).
@@ -99,6 +98,7 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     public record PurgeRun(String jobId, ActorRef<RunReply> replyTo) implements Command, ClusterMessage {
     }
 
+    /** What {@link ListRuns} answers: the statuses and who answered. */
     public record RunList(ActorRef<Command> worker, List<JobStatus> runs) implements ClusterMessage {
     }
 
