@@ -46,8 +46,9 @@ import org.apache.pekko.pattern.StatusReply;
  * handed out is narrowed to them) and its own private messages.
  *
  * <p>What differs from a single JVM: {@code StopAll} (this member shutting down) stops nothing, as the jobs belong to
- * the workers and go on; {@code POST /v1/steps} is refused (the weights live on the worker); readiness is this
- * member's own.
+ * the workers and go on; {@code POST /v1/steps} is refused (the weights live on the worker); a purge is done by the
+ * job's worker ({@link #onPurge}); a cancellation is refused (503) while the job's worker cannot be reached; readiness
+ * is this member's own.
  */
 public final class ClusterJobManager extends AbstractBehavior<Object> {
 
@@ -122,6 +123,11 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
                 .onMessage(JobManager.GetJob.class, this::onGetJob)
                 .onMessage(JobManager.ListJobs.class, this::onListJobs)
                 .onMessage(JobManager.CancelJob.class, this::onCancelJob)
+                .onMessage(JobManager.Purge.class, this::onPurge)
+                .onMessage(JobManager.PurgeDone.class, done -> {
+                    directory.tell(new JobDirectory.PurgeDone(done.jobId()));
+                    return this;
+                })
                 .onMessage(JobManager.Evaluate.class, this::onEvaluate)
                 .onMessage(JobManager.StopAll.class, this::onStopAll)
                 .onMessage(JobManager.SubscribeEvents.class, this::onSubscribeEvents)
@@ -180,15 +186,57 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
         return new JobHandle(status, mirrors.open(status), gauges.computeIfAbsent(status.id(), id -> new PipelineGauges()));
     }
 
+    /**
+     * A cancellation is told to the job's worker and its answer relayed. A job not placed, or whose worker is gone for
+     * good, answers what is known (its end, or unknown). A worker that this member sees unreachable is not asked (the ask
+     * could only time out): the reply is a 503 naming it (nothing was cancelled), as for one that does not answer within
+     * {@link #WORKER_ANSWER} (the cancellation may have reached it); the client may retry (or, once the member is
+     * removed, finds the run failed).
+     */
     private Behavior<Object> onCancelJob(JobManager.CancelJob cancel) {
-        locate(cancel.jobId()).thenCompose(location -> {
-            if (!location.placed() || location.lost() || leavingForGood(location.workers().getFirst())) {
-                return CompletableFuture.completedFuture(Optional.ofNullable(location.known()));
+        String id = cancel.jobId();
+        locate(id).<CompletionStage<StatusReply<Optional<JobStatus>>>>handle((location, failure) -> {
+            if (failure != null) {
+                return CompletableFuture.completedFuture(StatusReply.<Optional<JobStatus>>error(new RunRefused(503,
+                        "the job directory did not answer within " + askTimeout.toSeconds() + " s; retry DELETE /v1/jobs/"
+                                + id, null)));
             }
-            return this.<WorkerAgent.Command, RunReply>ask(location.workers().getFirst(), ref -> new WorkerAgent.CancelRun(cancel.jobId(), ref),
-                            WORKER_ANSWER)
-                    .thenApply(reply -> Optional.ofNullable(reply.status() != null ? reply.status() : location.known()));
-        }).whenComplete((status, failure) -> cancel.replyTo().tell(failure != null ? Optional.empty() : status));
+            if (!location.placed() || location.lost() || leavingForGood(location.workers().getFirst())) {
+                return CompletableFuture.completedFuture(StatusReply.success(Optional.ofNullable(location.known())));
+            }
+            ActorRef<WorkerAgent.Command> worker = location.workers().getFirst();
+            if (unreachable(worker)) {
+                return CompletableFuture.completedFuture(StatusReply.<Optional<JobStatus>>error(new RunRefused(503,
+                        "job " + id + " was not cancelled: its worker " + worker.path().address() + " is unreachable. "
+                                + "Retry DELETE /v1/jobs/" + id + " once it is reachable again; should it be removed "
+                                + "from the cluster instead, the run is marked failed (resumable from its newest "
+                                + "checkpoint)", null)));
+            }
+            return this.<WorkerAgent.Command, RunReply>ask(worker, ref -> new WorkerAgent.CancelRun(id, ref), WORKER_ANSWER)
+                    .handle((reply, noAnswer) -> noAnswer != null
+                            ? StatusReply.<Optional<JobStatus>>error(new RunRefused(503, "job " + id
+                                    + " may not be cancelled: its worker " + worker.path().address()
+                                    + " did not answer the cancellation within " + WORKER_ANSWER.toSeconds()
+                                    + " s; retry DELETE /v1/jobs/" + id, null))
+                            : StatusReply.success(Optional.ofNullable(reply.status() != null ? reply.status()
+                                    : location.known())));
+        }).thenCompose(Function.identity()).thenAccept(cancel.replyTo()::tell);
+        return this;
+    }
+
+    /**
+     * {@code DELETE /v1/jobs/{id}?purge=true}: the {@link JobDirectory} has the job's worker purge it (its status and
+     * files) and forgets its placement; the caller ({@code JobService}) then removes what is left of its files (those
+     * of a job not placed, known only from its directory) and sends {@link JobManager.PurgeDone}, which frees the id.
+     */
+    private Behavior<Object> onPurge(JobManager.Purge purge) {
+        String id = purge.jobId();
+        this.<JobDirectory.Command, RunReply>ask(directory, ref -> new JobDirectory.Purge(id, ref), askTimeout)
+                .whenComplete((reply, failure) -> purge.replyTo().tell(failure != null
+                        ? StatusReply.error(new RunRefused(503, "the job directory did not answer the purge of job " + id
+                                + " within " + askTimeout.toSeconds() + " s; retry", null))
+                        : reply.refusal() != null ? StatusReply.error(reply.refusal().toException())
+                        : StatusReply.success(Optional.ofNullable(reply.status()))));
         return this;
     }
 
@@ -337,13 +385,20 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
 
     /**
      * Whether {@code worker}'s member is seen leaving for good ({@code Exiting}, {@code Down}): a cancellation is not
-     * sent there. It is still sent to an unreachable member (a partition may heal within the ask's timeout) and to one
-     * not seen here (it may have joined a moment ago).
+     * sent there, and the job's known status answers. It is still sent to one not seen here (it may have joined a moment
+     * ago).
      */
     private boolean leavingForGood(ActorRef<WorkerAgent.Command> worker) {
         Address address = worker.path().address();
         return address.hasGlobalScope() && memberAt(cluster.state(), address).map(ClusterJobManager::leftForGood)
                 .orElse(false);
+    }
+
+    /** Whether this member's failure detector has {@code worker}'s member unreachable. */
+    private boolean unreachable(ActorRef<WorkerAgent.Command> worker) {
+        Address address = worker.path().address();
+        return address.hasGlobalScope() && cluster.state().getUnreachable().stream()
+                .anyMatch(member -> member.address().equals(address));
     }
 
     private static boolean leftForGood(Member member) {

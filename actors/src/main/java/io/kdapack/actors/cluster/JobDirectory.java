@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -53,8 +54,8 @@ import org.apache.pekko.cluster.typed.Subscribe;
  */
 public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
 
-    public sealed interface Command permits Submit, Locate, Describe, WorkersChanged, Recovered, Started, MemberGone,
-            Event {
+    public sealed interface Command permits Submit, Locate, Describe, Purge, PurgeDone, WorkersChanged, Recovered,
+            Started, Purged, HoldExpired, MemberGone, Event {
     }
 
     /**
@@ -65,6 +66,20 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
     }
 
     public record Locate(String jobId, ActorRef<Location> replyTo) implements Command, ClusterMessage {
+    }
+
+    /**
+     * Purge an ended job ({@code DELETE /v1/jobs/{id}?purge=true}): its worker purges it as a single server does (its job
+     * manager forgets the status, its files are removed), then this directory forgets the placement and refuses the id
+     * until {@link PurgeDone} (at most {@link #PURGE_HOLD}). Replies the last status, {@link RunReply#unknown} for a job not placed here (its files, if
+     * any, are the asking member's to remove), or the refusal: 409 while it runs or is being purged, 503 when its worker
+     * is unreachable or does not answer within {@link ClusterJobManager#WORKER_ANSWER} (nothing forgotten here then).
+     */
+    public record Purge(String jobId, ActorRef<RunReply> replyTo) implements Command, ClusterMessage {
+    }
+
+    /** The asking member has removed what was left of a purged job's files: its id may be started again. */
+    public record PurgeDone(String jobId) implements Command, ClusterMessage {
     }
 
     /** Every placement this instance knows. */
@@ -97,6 +112,13 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                            ActorRef<RunReply> replyTo) implements Command {
     }
 
+    private record Purged(String jobId, RunReply reply, Throwable failure, ActorRef<RunReply> replyTo)
+            implements Command {
+    }
+
+    private record HoldExpired(String jobId, long hold) implements Command {
+    }
+
     private record MemberGone(ClusterEvent.MemberRemoved removed) implements Command {
     }
 
@@ -113,6 +135,9 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         }
     }
 
+    /** Longest a purged job's id is held without the asking member's {@link PurgeDone}. */
+    static final Duration PURGE_HOLD = Duration.ofMinutes(2);
+
     /** Ended placements kept for {@link Locate} (the workers keep their own 32 finished jobs too). */
     static final int RETAIN_ENDED = 256;
 
@@ -122,6 +147,13 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
     private final Address self;
     private final Map<String, Placement> placements = new LinkedHashMap<>();
     private final Set<String> starting = new HashSet<>();
+    /**
+     * Jobs being purged, each with its hold's number: not started until {@link PurgeDone}, or {@link #PURGE_HOLD} for an
+     * api member that went away before sending it (a new instance after a handover starts without them).
+     */
+    private final Map<String, Long> purging = new HashMap<>();
+    private long holds;
+    private final Cluster cluster;
     private final Set<ActorRef<WorkerAgent.Command>> workers = new HashSet<>();
 
     /**
@@ -140,7 +172,7 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         this.askTimeout = askTimeout;
         this.journalOf = journalOf;
         this.topic = topic;
-        Cluster cluster = Cluster.get(context.getSystem());
+        this.cluster = Cluster.get(context.getSystem());
         this.self = cluster.selfMember().address();
         cluster.subscriptions().tell(Subscribe.create(
                 context.messageAdapter(ClusterEvent.MemberRemoved.class, MemberGone::new), ClusterEvent.MemberRemoved.class));
@@ -155,6 +187,16 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
                 .onMessage(Submit.class, this::onSubmit)
                 .onMessage(Locate.class, this::onLocate)
                 .onMessage(Describe.class, this::onDescribe)
+                .onMessage(Purge.class, this::onPurge)
+                .onMessage(Purged.class, this::onPurged)
+                .onMessage(PurgeDone.class, done -> {
+                    purging.remove(done.jobId());
+                    return this;
+                })
+                .onMessage(HoldExpired.class, expired -> {
+                    purging.remove(expired.jobId(), expired.hold());
+                    return this;
+                })
                 .onMessage(WorkersChanged.class, this::onWorkersChanged)
                 .onMessage(Recovered.class, this::onRecovered)
                 .onMessage(Started.class, this::onStarted)
@@ -169,6 +211,10 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         if (starting.contains(id) || existing != null && existing.active()) {
             submit.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is "
                     + (starting.contains(id) ? "being started" : "running on " + members(existing.workers())), null)));
+            return this;
+        }
+        if (purging.containsKey(id)) {
+            submit.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is being purged", null)));
             return this;
         }
         List<ActorRef<WorkerAgent.Command>> chosen;
@@ -199,6 +245,67 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         }
         started.replyTo().tell(started.reply());
         return this;
+    }
+
+    private Behavior<Command> onPurge(Purge purge) {
+        String id = purge.jobId();
+        Placement placement = placements.get(id);
+        if (starting.contains(id) || placement != null && placement.active()) {
+            purge.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is "
+                    + (starting.contains(id) ? "being started" : placement.known().state().name().toLowerCase())
+                    + ": cancel it first (DELETE /v1/jobs/" + id + ") and purge it once it has ended", null)));
+            return this;
+        }
+        if (purging.containsKey(id)) {
+            purge.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is being purged", null)));
+            return this;
+        }
+        if (placement == null || placement.lost()) {
+            // Not placed here, or its worker has left (and its job manager with it): nothing to forget but the placement.
+            hold(id);
+            placements.remove(id);
+            purge.replyTo().tell(placement == null ? RunReply.unknown() : RunReply.of(placement.known()));
+            return this;
+        }
+        // Rank 0's worker keeps the job's status (a data-parallel run's too); the other ranks keep none once ended.
+        ActorRef<WorkerAgent.Command> worker = placement.workers().getFirst();
+        Address member = address(worker);
+        if (cluster.state().getUnreachable().stream().anyMatch(m -> m.address().equals(member))) {
+            purge.replyTo().tell(RunReply.refused(new RunRefused(503, "job " + id + " was not purged: its worker "
+                    + member + " is unreachable; retry once it is reachable again, or once it has been removed from the"
+                    + " cluster", null)));
+            return this;
+        }
+        hold(id);
+        getContext().ask(RunReply.class, worker, ClusterJobManager.WORKER_ANSWER, ref -> new WorkerAgent.PurgeRun(id, ref),
+                (reply, failure) -> new Purged(id, reply, failure, purge.replyTo()));
+        return this;
+    }
+
+    /** The worker's answer to a purge: the placement is forgotten when the worker has purged the job or never knew it. */
+    private Behavior<Command> onPurged(Purged purged) {
+        String id = purged.jobId();
+        Placement placement = placements.get(id);
+        RunRefused.Refusal refusal = purged.reply() == null ? null : purged.reply().refusal();
+        if (purged.failure() != null || refusal != null && refusal.status() != 404) {
+            purging.remove(id);
+            purged.replyTo().tell(purged.failure() == null ? purged.reply() : RunReply.refused(new RunRefused(503,
+                    "job " + id + "'s worker " + (placement == null ? "" : members(placement.workers()))
+                            + " did not answer the purge within " + ClusterJobManager.WORKER_ANSWER.toSeconds()
+                            + " s; it may not have been purged: retry", null)));
+            return this;
+        }
+        placements.remove(id);
+        JobStatus last = purged.reply().status() != null ? purged.reply().status()
+                : placement == null ? null : placement.known();
+        purged.replyTo().tell(last == null ? RunReply.unknown() : RunReply.of(last));
+        return this;
+    }
+
+    private void hold(String id) {
+        long hold = ++holds;
+        purging.put(id, hold);
+        getContext().scheduleOnce(PURGE_HOLD, getContext().getSelf(), new HoldExpired(id, hold));
     }
 
     private Behavior<Command> onLocate(Locate locate) {

@@ -30,6 +30,14 @@ public interface LocalJobs {
     CompletionStage<JobStatus> cancel(String jobId);
 
     /**
+     * Purges a job that is not running, as a single server does ({@code DELETE /v1/jobs/{id}?purge=true}): its job
+     * manager forgets its status and history and its directory in the shared jobs directory is removed. Its last status,
+     * empty when only its files were left; a {@link RunRefused} 409 while it runs, 404 when neither the job manager nor
+     * the disk knows it.
+     */
+    CompletionStage<Optional<JobStatus>> purge(String jobId);
+
+    /**
      * Rank {@code rank} of data-parallel job {@code jobId}, from its record in the shared jobs directory (blocking: it
      * reads the record and checks the dataset); a {@link RunRefused} when the job cannot run (unknown, bad record).
      */

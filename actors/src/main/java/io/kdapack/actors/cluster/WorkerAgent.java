@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -44,8 +45,8 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     /** Every worker member's agent. */
     public static final ServiceKey<Command> KEY = ServiceKey.create(Command.class, "kdapack-worker");
 
-    public sealed interface Command permits StartRun, StartParallel, SpawnRank, GetRun, ListRuns, CancelRun, Event,
-            SpecBuilt, ParallelStatus, RunStopped {
+    public sealed interface Command permits StartRun, StartParallel, SpawnRank, GetRun, ListRuns, CancelRun, PurgeRun,
+            Event, SpecBuilt, ParallelStatus, RunStopped {
     }
 
     /**
@@ -88,6 +89,13 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     }
 
     public record CancelRun(String jobId, ActorRef<RunReply> replyTo) implements Command, ClusterMessage {
+    }
+
+    /**
+     * Purge an ended run as a single server does ({@link LocalJobs#purge}); replies its last status, {@link RunReply#unknown}
+     * when only its files were left, or the refusal (409 while it runs, 404 when neither this member nor the disk knows it).
+     */
+    public record PurgeRun(String jobId, ActorRef<RunReply> replyTo) implements Command, ClusterMessage {
     }
 
     /** What {@link ListRuns} answers: the statuses and who answered. */
@@ -147,6 +155,7 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
                 .onMessage(GetRun.class, this::onGetRun)
                 .onMessage(ListRuns.class, this::onListRuns)
                 .onMessage(CancelRun.class, this::onCancelRun)
+                .onMessage(PurgeRun.class, this::onPurgeRun)
                 .onMessage(Event.class, this::onEvent)
                 .build();
     }
@@ -262,6 +271,29 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
             return this;
         }
         reply(jobs.cancel(cancel.jobId()), cancel.replyTo());
+        return this;
+    }
+
+    private Behavior<Command> onPurgeRun(PurgeRun purge) {
+        String id = purge.jobId();
+        if (parallelRuns.containsKey(id)) {
+            purge.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is running: cancel it first "
+                    + "(DELETE /v1/jobs/" + id + ") and purge it once it has ended", null)));
+            return this;
+        }
+        // A data-parallel run's status is this agent's: forgotten here, its files removed by the local purge.
+        Optional<JobStatus> parallelEnd = Optional.ofNullable(parallelStatus.remove(id));
+        jobs.purge(id).whenComplete((status, failure) -> {
+            RunReply reply;
+            if (failure == null) {
+                reply = status.or(() -> parallelEnd).map(RunReply::of).orElseGet(RunReply::unknown);
+            } else if (parallelEnd.isPresent() && refusal(failure).status() == 404) {
+                reply = RunReply.of(parallelEnd.get()); // known here only, its files already gone
+            } else {
+                reply = RunReply.refused(refusal(failure));
+            }
+            purge.replyTo().tell(reply);
+        });
         return this;
     }
 

@@ -67,8 +67,12 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public record ListJobs(ActorRef<List<JobHandle>> replyTo) implements Command {
     }
 
-    /** Cancel a running job; replies its status (empty if unknown). The job stops within one step. */
-    public record CancelJob(String jobId, ActorRef<Optional<JobStatus>> replyTo) implements Command {
+    /**
+     * Cancel a running job; replies its status (empty if unknown). The job stops within one step. An error reply says
+     * the cancellation could not be delivered now (a cluster's api member: {@link io.kdapack.actors.cluster.RunRefused}
+     * with the HTTP status, e.g. 503 while the job's worker is unreachable); this manager never replies one.
+     */
+    public record CancelJob(String jobId, ActorRef<StatusReply<Optional<JobStatus>>> replyTo) implements Command {
     }
 
     /**
@@ -364,7 +368,8 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         } else if (job != null && job.handle().status().state() == JobState.QUEUED) {
             endQueued(cancel.jobId(), JobState.CANCELLED);
         }
-        cancel.replyTo().tell(Optional.ofNullable(jobs.get(cancel.jobId())).map(j -> j.handle().status()));
+        cancel.replyTo().tell(StatusReply.success(Optional.ofNullable(jobs.get(cancel.jobId()))
+                .map(j -> j.handle().status())));
         return this;
     }
 

@@ -55,6 +55,8 @@ class ClusterSerializerTest {
                 new WorkerAgent.RankSpawned(null, new RunRefused(404, "no job j1 on disk", null).toRefusal()),
                 new WorkerAgent.StartRun("j1", replies.ref()), new WorkerAgent.RunList(worker.ref(), List.of(running, failed)),
                 new JobDirectory.Submit("j1", 2, replies.ref()),
+                new WorkerAgent.PurgeRun("j1", replies.ref()), new JobDirectory.Purge("j1", replies.ref()),
+                new JobDirectory.PurgeDone("j1"),
                 new JobDirectory.Location("j1", List.of(worker.ref()), List.of("pekko://kdapack@127.0.0.1:2553"), failed,
                         true),
                 new JobDirectory.Placements(List.of(new JobDirectory.Location("j3", List.of(), List.of(), null, false))))) {

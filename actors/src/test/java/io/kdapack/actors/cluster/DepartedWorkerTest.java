@@ -1,6 +1,7 @@
 package io.kdapack.actors.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -58,8 +59,10 @@ import org.junit.jupiter.api.io.TempDir;
  * ({@code GET /v1/jobs/{id}}, which {@code DELETE}, {@code resume} and {@code /events} read first) and a cancellation
  * answer the end within {@link #PROMPT}. A job ends {@code succeeded} and its worker then crashes (its system stops
  * without leaving, as after {@code kill -9}): while it is unreachable and not yet removed (the directory's placement is
- * not lost), the status is still answered within {@link #PROMPT}; then it is downed (as the split brain resolver does)
- * and removed, and status, cancellation and the list answer at once. Each of the two fixes is needed: without the
+ * not lost), the status is still answered within {@link #PROMPT}, and a cancellation of a third job, still running
+ * there, is refused with a 503 naming the member within {@link #PROMPT} (it used to wait out the ask and reply empty,
+ * which the HTTP layer answered 404 "no job"); then it is downed (as the split brain resolver does) and removed, the
+ * third job is failed, and status, cancellation and the list answer at once. Each of the two fixes is needed: without the
  * directory's the leave fails (placement not lost), without the api member's own check the crash fails (5.02 s); the
  * code before both took 5.03 s for the first status.
  *
@@ -110,6 +113,11 @@ class DepartedWorkerTest {
         @Override
         public CompletionStage<JobStatus> cancel(String jobId) {
             return CompletableFuture.failedFuture(new RunRefused(409, "job " + jobId + " has ended", null));
+        }
+
+        @Override
+        public CompletionStage<Optional<JobStatus>> purge(String jobId) {
+            return CompletableFuture.completedFuture(Optional.ofNullable(runs.remove(jobId)));
         }
 
         @Override
@@ -188,6 +196,10 @@ class DepartedWorkerTest {
             awaitRemoved(api, leftAddress);
             leaving.system().getWhenTerminated().toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS);
             assertAnsweredAtOnce(api, manager, directory, leaves, JobState.STOPPED, 4);
+            // A third job, placed on the one worker left, runs on through its crash below.
+            String cutOff = "j-cut-off";
+            assertTrue(workerOf(start(api, manager, cutOff), workers, directory, api, cutOff) == downing,
+                    "the third job on the worker left");
 
             // The second worker crashes (its system stops without leaving, as after kill -9): unreachable, not removed
             // (the resolver waits cluster.stable_after_ms, STABLE_AFTER_MS here), so the directory has not marked the placement lost and
@@ -198,6 +210,8 @@ class DepartedWorkerTest {
             awaitTrue(() -> Cluster.get(api).state().getUnreachable().stream()
                     .anyMatch(m -> m.address().equals(downedAddress)), downedAddress + " unreachable from the api member");
             assertStatusAtOnce(api, manager, downed, JobState.SUCCEEDED, 10);
+            assertStatusAtOnce(api, manager, cutOff, JobState.RUNNING, 0);
+            assertCancellationRefusedAtOnce(api, manager, cutOff, downedAddress);
             // Then it is downed, as the split brain resolver does, and removed.
             Cluster.get(api).manager().tell(new Down(downedAddress));
             awaitRemoved(api, downedAddress);
@@ -208,7 +222,9 @@ class DepartedWorkerTest {
             manager.tell(new JobManager.ListJobs(list.getRef()));
             List<JobHandle> all = list.receiveMessage(WAIT);
             long listMs = (System.nanoTime() - asked) / 1_000_000;
-            assertEquals(List.of(JobState.STOPPED, JobState.SUCCEEDED),
+            assertEquals(JobState.FAILED, locate(directory, api, cutOff).known().state(),
+                    "a run not ended on a removed worker is marked failed");
+            assertEquals(List.of(JobState.STOPPED, JobState.SUCCEEDED, JobState.FAILED),
                     all.stream().map(h -> h.status().state()).toList(), all.toString());
             assertTrue(listMs < PROMPT.toMillis(), "the list answered after " + listMs + " ms");
         } finally {
@@ -231,14 +247,34 @@ class DepartedWorkerTest {
         awaitTrue(() -> locate(directory, api, jobId).lost(), "the directory has job " + jobId + "'s placement as lost");
         for (int i = 0; i < 2; i++) {
             assertStatusAtOnce(api, manager, jobId, end, step);
-            TestProbe<Optional<JobStatus>> cancelled = TestProbe.create(api);
+            TestProbe<StatusReply<Optional<JobStatus>>> cancelled = TestProbe.create(api);
             long asked = System.nanoTime();
             manager.tell(new JobManager.CancelJob(jobId, cancelled.getRef()));
-            JobStatus afterCancel = cancelled.receiveMessage(WAIT).orElseThrow();
+            JobStatus afterCancel = cancelled.receiveMessage(WAIT).getValue().orElseThrow();
             long cancelMs = (System.nanoTime() - asked) / 1_000_000;
             assertEquals(end, afterCancel.state(), afterCancel.toString());
             assertTrue(cancelMs < PROMPT.toMillis(), "job " + jobId + "'s cancellation answered after " + cancelMs + " ms");
         }
+    }
+
+    /**
+     * A cancellation of a running job whose worker is unreachable (not removed) is refused within {@link #PROMPT}: a 503
+     * naming the member, never an empty reply (the HTTP layer's 404 "no job") after the ask timed out.
+     */
+    private static void assertCancellationRefusedAtOnce(ActorSystem<?> api, ActorRef<JobManager.Command> manager,
+                                                        String jobId, Address unreachable) {
+        TestProbe<StatusReply<Optional<JobStatus>>> cancelled = TestProbe.create(api);
+        long asked = System.nanoTime();
+        manager.tell(new JobManager.CancelJob(jobId, cancelled.getRef()));
+        StatusReply<Optional<JobStatus>> reply = cancelled.receiveMessage(WAIT);
+        long cancelMs = (System.nanoTime() - asked) / 1_000_000;
+        assertTrue(reply.isError(), () -> "job " + jobId + "'s cancellation answered " + reply.getValue());
+        RunRefused refused = assertInstanceOf(RunRefused.class, reply.getError());
+        assertEquals(503, refused.status(), refused.getMessage());
+        assertTrue(refused.getMessage().contains(unreachable.toString())
+                        && refused.getMessage().toLowerCase(java.util.Locale.ROOT).contains("retry"),
+                refused.getMessage());
+        assertTrue(cancelMs < PROMPT.toMillis(), "job " + jobId + "'s cancellation answered after " + cancelMs + " ms");
     }
 
     private static void assertStatusAtOnce(ActorSystem<?> api, ActorRef<JobManager.Command> manager, String jobId,

@@ -96,6 +96,11 @@ class ParallelRunTest {
         }
 
         @Override
+        public CompletionStage<Optional<JobStatus>> purge(String jobId) {
+            return CompletableFuture.failedFuture(new RunRefused(404, "no job " + jobId, null));
+        }
+
+        @Override
         public RankSpec rankSpec(String jobId, int rank, ExchangeSettings exchange, ActorRef<RankEvent> listener) {
             return new RankSpec(jobId, rank, configs.get(jobId), HybridModels.FACTORY, TrainingCorpora.single(DEMO),
                     dir.resolve(jobId).resolve("checkpoints"), exchange, listener);

@@ -145,9 +145,9 @@ class JobAdmissionTest {
         assertEquals(2, capacity(manager).queued());
         assertTrue(capacity(manager).canTakeWork() == false, "one slot taken, both queue places taken");
 
-        TestProbe<Optional<JobStatus>> cancelled = testKit.createTestProbe();
+        TestProbe<StatusReply<Optional<JobStatus>>> cancelled = testKit.createTestProbe();
         manager.tell(new JobManager.CancelJob("cancel-me", cancelled.getRef()));
-        assertEquals(JobState.CANCELLED, cancelled.receiveMessage(WAIT).orElseThrow().state());
+        assertEquals(JobState.CANCELLED, cancelled.receiveMessage(WAIT).getValue().orElseThrow().state());
 
         TestProbe<org.apache.pekko.Done> stopped = testKit.createTestProbe();
         manager.tell(new JobManager.StopAll(stopped.getRef()));

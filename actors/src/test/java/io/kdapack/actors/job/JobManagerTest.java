@@ -285,9 +285,9 @@ class JobManagerTest {
         for (long index = 0; index < 3; index++) {
             assertEquals(index, training.started.poll(10, TimeUnit.SECONDS));
         }
-        TestProbe<Optional<JobStatus>> reply = testKit.createTestProbe();
+        TestProbe<StatusReply<Optional<JobStatus>>> reply = testKit.createTestProbe();
         manager.tell(new JobManager.CancelJob("cancel-me", reply.getRef()));
-        assertTrue(reply.receiveMessage(WAIT).isPresent());
+        assertTrue(reply.receiveMessage(WAIT).getValue().isPresent());
         gate.release(100);
 
         JobStatus status = awaitTerminal(manager, "cancel-me");
@@ -347,7 +347,7 @@ class JobManagerTest {
         manager.tell(new JobManager.StartJob("twice", new ScriptedTraining(3, 1, 1), reply.getRef()));
         assertTrue(reply.receiveMessage(WAIT).getError().getMessage().contains("still running"));
 
-        TestProbe<Optional<JobStatus>> cancelled = testKit.createTestProbe();
+        TestProbe<StatusReply<Optional<JobStatus>>> cancelled = testKit.createTestProbe();
         manager.tell(new JobManager.CancelJob("twice", cancelled.getRef()));
         cancelled.receiveMessage(WAIT);
         gate.release(100);

@@ -101,15 +101,23 @@ public final class JobService {
         return factory.unfinishedJobs();
     }
 
-    /** Cancels a running job: 404 if unknown, 409 if it already ended. */
+    /**
+     * Cancels a running job: 404 if unknown, 409 if it already ended, a cluster member's refusal as it gave it (503
+     * while the job's worker is unreachable or does not answer).
+     */
     public CompletionStage<JobStatus> cancel(String id) {
         return get(id).thenCompose(handle -> {
             JobStatus status = handle.orElseThrow(() -> ApiException.notFound("no job " + id)).status();
             if (status.state().isTerminal()) {
                 throw ApiException.conflict("job " + id + " has already ended (" + status.state().name().toLowerCase() + ")");
             }
-            return this.<Optional<JobStatus>>ask(replyTo -> new JobManager.CancelJob(id, replyTo))
-                    .thenApply(reply -> reply.orElseThrow(() -> ApiException.notFound("no job " + id)));
+            return this.<StatusReply<Optional<JobStatus>>>ask(replyTo -> new JobManager.CancelJob(id, replyTo))
+                    .thenApply(reply -> {
+                        if (reply.isError()) {
+                            throw startError(reply.getError());
+                        }
+                        return reply.getValue().orElseThrow(() -> ApiException.notFound("no job " + id));
+                    });
         });
     }
 

@@ -53,6 +53,11 @@ final class LocalJobsAdapter implements LocalJobs {
     }
 
     @Override
+    public CompletionStage<Optional<JobStatus>> purge(String jobId) {
+        return refusing(jobs.purge(jobId));
+    }
+
+    @Override
     public RankSpec rankSpec(String jobId, int rank, ExchangeSettings exchange, ActorRef<RankEvent> listener)
             throws Exception {
         try {
