@@ -108,4 +108,15 @@ class EpochPlanArithmeticTest {
         // The third sample runs out of documents and ends x tokens before the last document's end: (2, 4 − 1).
         assertArrayEquals(new int[] {0, 0, 1, 0, 2, 0, 2, 3}, indices.sampleIndex());
     }
+
+    @Test
+    void indicesOfZeroSamplesHoldOneRowAndMisShapedOnesAreRefused() {
+        // Megatron's sample_index has S + 1 rows of two; S = 0 is one row and an empty shuffle_index.
+        assertEquals(0, new GptIndices(new int[] {0}, new int[] {0, 0}, new int[0]).sampleCount());
+        assertEquals("sampleIndex must hold S+1 >= 1 rows of 2, has 1 values", assertThrows(IllegalArgumentException.class,
+                () -> new GptIndices(new int[] {0}, new int[] {0}, new int[0])).getMessage());
+        assertEquals("shuffleIndex has 2 entries, expected S = 1 (sampleIndex rows − 1)",
+                assertThrows(IllegalArgumentException.class,
+                        () -> new GptIndices(new int[] {0}, new int[] {0, 0, 0, 1}, new int[] {0, 0})).getMessage());
+    }
 }
