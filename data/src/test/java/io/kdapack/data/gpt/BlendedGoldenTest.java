@@ -11,12 +11,16 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.data.GoldenFiles;
 import io.kdapack.data.indexed.IndexedDataset;
+import io.kdapack.data.indexed.IndexedDatasetBuilder;
+import io.kdapack.data.indexed.TokenDType;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -169,6 +173,27 @@ class BlendedGoldenTest {
                 assertEquals(weights[i] / row[1], normalized[i], n + " weights, weight " + i);
             }
         }
+    }
+
+    @Test
+    void eachCorpusIsBuiltForItsShareAndTheMidLevelSurplus(@TempDir Path dir) throws IOException {
+        // T = 10·4 + 1 = 41 tokens, L = 4, x = 1. Megatron asks each corpus for ceil(ceil(N·w)·(1 + 0.005)) samples:
+        // N = 10, w = 1 → ceil(10.05) = 11, so 11·4 + 1 = 45 > 41 tokens needs E = 2 epochs and the corpus holds
+        // (2·41 − 1) // 4 = 20 samples (its share alone, 10, would fit in one epoch of (41 − 1) // 4 = 10).
+        Path prefix = dir.resolve("docs");
+        try (IndexedDatasetBuilder builder = new IndexedDatasetBuilder(prefix, TokenDType.forVocabulary(10))) {
+            for (int d = 0; d < 10; d++) {
+                builder.addDocument(new int[] {1, 2, 3, 9});
+            }
+            builder.addDocument(new int[] {9});
+            builder.finish();
+        }
+        GptIndexConfig config = new GptIndexConfig(4, 1234, "1,0,0", DatasetSplit.TRAIN, 10L, true, true);
+        BlendedIndices blend = BlendedIndices.build(List.of(IndexedDataset.open(prefix)), List.of("docs"),
+                new double[] {1.0}, config);
+        assertEquals(20, blend.corpora().get(0).sampleCount());
+        assertEquals(10, blend.sampleCount());
+        assertArrayEquals(new int[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, blend.datasetSampleIndex());
     }
 
     @Test
