@@ -23,13 +23,14 @@ class GptSamplePartsTest {
     private static final int EOD = 9;
     private static final int PAD = -1;
 
-    /** A = [1,2,3,9], B = [4,5,9], C = [6,7,8,9]: T = 11 tokens. */
+    /** A = [1,2,3,9], B = [4,5,9], C = [6,7,8,9] (T = 11 tokens), and D = [9], an empty document with its EOD. */
     private static IndexedDataset corpus(Path dir) throws IOException {
         Path prefix = dir.resolve("docs");
         try (IndexedDatasetBuilder builder = new IndexedDatasetBuilder(prefix, TokenDType.forVocabulary(10))) {
             builder.addDocument(new int[] {1, 2, 3, EOD});
             builder.addDocument(new int[] {4, 5, EOD});
             builder.addDocument(new int[] {6, 7, 8, EOD});
+            builder.addDocument(new int[] {EOD});
             builder.finish();
         }
         return IndexedDataset.open(prefix);
@@ -77,6 +78,23 @@ class GptSamplePartsTest {
         assertSample(s, new int[] {7, 8, 9, 0}, new int[] {8, 9, 0, 0}, new float[] {1, 1, 0, 0},
                 new int[] {0, 1, 2, 3}, new int[] {1, 1, 1, 0}, new int[] {0, 4, 4, 4, 4}, 4, "sample 2");
         assertEquals(3, s.numRealTokens());
+    }
+
+    @Test
+    void aDroppedExtraTokenPartLeavesNoPartOfAnEarlierSampleBehind(@TempDir Path dir) throws IOException {
+        // Documents in the order A, D, D, B; L = 4, x = 1. Sample 1 (rows (1, 0) → (3, 2)) reads D, D and B[0..3):
+        // parts [1, 1, 3] → [1, 1, 2]. Sample 0 (rows (0, 0) → (1, 0)) reads A and D's EOD as its extra token:
+        // parts [4, 1] → [4], assembled after sample 1 into the same buffer.
+        GptIndices indices = new GptIndices(new int[] {0, 3, 3, 1, 2}, new int[] {0, 0, 1, 0, 3, 2}, new int[] {0, 1});
+        GptSampleAssembler assembler = new GptSampleAssembler(corpus(dir), indices, 4, true,
+                new SampleOptions(EOD, PAD, false, false, false, true));
+        GptSample s = assembler.newSample();
+        assembler.assemble(1, s);
+        assertSample(s, new int[] {9, 9, 4, 5}, new int[] {9, 4, 5, 9}, new float[] {1, 1, 1, 1},
+                new int[] {0, 0, 0, 1}, new int[] {1, 2, 3, 3}, new int[] {0, 1, 2, 4, 4}, 2, "sample 1");
+        assembler.assemble(0, s);
+        assertSample(s, new int[] {1, 2, 3, 9}, new int[] {2, 3, 9, 9}, new float[] {1, 1, 1, 1},
+                new int[] {0, 1, 2, 3}, new int[] {1, 1, 1, 1}, new int[] {0, 4, 4, 4, 4}, 4, "sample 0 after 1");
     }
 
     @Test
