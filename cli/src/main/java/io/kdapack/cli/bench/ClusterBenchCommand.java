@@ -30,10 +30,10 @@ final class ClusterBenchCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "FILE", description = "YAML configuration (default: the demo).")
     Path config;
 
-    @Option(names = "--steps", defaultValue = "12", description = "Optimizer steps per run (default ${DEFAULT-VALUE}).")
+    @Option(names = "--steps", defaultValue = "40", description = "Optimizer steps per run (default ${DEFAULT-VALUE}).")
     int steps;
 
-    @Option(names = "--warmup", defaultValue = "4", description = "First steps left out (default ${DEFAULT-VALUE}).")
+    @Option(names = "--warmup", defaultValue = "20", description = "First steps left out (default ${DEFAULT-VALUE}).")
     int warmup;
 
     @Option(names = "--rounds", defaultValue = "2", description = "Rounds of the two runs (default ${DEFAULT-VALUE}).")
