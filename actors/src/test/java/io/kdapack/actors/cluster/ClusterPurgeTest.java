@@ -6,10 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
-import io.kdapack.actors.cluster.parallel.ExchangeSettings;
-import io.kdapack.actors.cluster.parallel.RankEvent;
-import io.kdapack.actors.cluster.parallel.RankSpec;
+import io.kdapack.actors.cluster.InProcessMembers.ScriptedJobs;
 import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobState;
@@ -20,11 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -33,9 +26,6 @@ import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
-import org.apache.pekko.cluster.MemberStatus;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -58,55 +48,6 @@ class ClusterPurgeTest {
     @TempDir
     Path dir;
 
-    /** A worker's jobs, scripted: a run starts {@code running}; a purge forgets an ended run, refuses a running one. */
-    private record ScriptedJobs(Path dir, Map<String, JobStatus> runs) implements LocalJobs {
-        @Override
-        public CompletionStage<JobStatus> start(String jobId) {
-            JobStatus running = new JobStatus(jobId, JobState.RUNNING, 0, 10, null, Instant.now(), null, null);
-            runs.put(jobId, running);
-            return CompletableFuture.completedFuture(running);
-        }
-
-        @Override
-        public CompletionStage<Optional<JobStatus>> get(String jobId) {
-            return CompletableFuture.completedFuture(Optional.ofNullable(runs.get(jobId)));
-        }
-
-        @Override
-        public CompletionStage<List<JobStatus>> list() {
-            return CompletableFuture.completedFuture(List.copyOf(runs.values()));
-        }
-
-        @Override
-        public CompletionStage<JobStatus> cancel(String jobId) {
-            return CompletableFuture.failedFuture(new RunRefused(409, "job " + jobId + " has ended", null));
-        }
-
-        @Override
-        public CompletionStage<Optional<JobStatus>> purge(String jobId) {
-            JobStatus status = runs.get(jobId);
-            if (status != null && !status.state().isTerminal()) {
-                return CompletableFuture.failedFuture(new RunRefused(409, "job " + jobId + " is running", null));
-            }
-            return CompletableFuture.completedFuture(Optional.ofNullable(runs.remove(jobId)));
-        }
-
-        @Override
-        public RankSpec rankSpec(String jobId, int rank, ExchangeSettings exchange, ActorRef<RankEvent> listener) {
-            throw new UnsupportedOperationException("single-worker jobs only");
-        }
-
-        @Override
-        public long totalSteps(String jobId) {
-            return 10;
-        }
-
-        @Override
-        public Path journal(String jobId) {
-            return dir.resolve(jobId).resolve("events.jsonl");
-        }
-    }
-
     @Test
     void aPurgeIsDoneByTheJobsWorkerAndTheIdIsHeldUntilItsFilesAreGone() throws Exception {
         ActorSystem<Void> api = ActorSystem.create(Behaviors.empty(), ClusterNode.SYSTEM_NAME, config("api"));
@@ -118,13 +59,13 @@ class ClusterPurgeTest {
                     id -> dir.resolve(id).resolve("events.jsonl"), topic), "job-directory", Props.empty());
             ActorRef<JobManager.Command> manager = api.systemActorOf(ClusterJobManager.create(directory, topic,
                     id -> dir.resolve(id).resolve("events.jsonl"), id -> 1, WAIT), "cluster-jobs", Props.empty());
-            ScriptedJobs jobs = new ScriptedJobs(dir, new ConcurrentHashMap<>());
+            ScriptedJobs jobs = new ScriptedJobs(dir);
             TestProbe<JobManager.Command> localManager = TestProbe.create(worker);
             worker.systemActorOf(WorkerAgent.create(jobs, localManager.getRef(), worker.systemActorOf(
                     EventTopic.create(), "job-events", Props.empty()), WAIT), "worker", Props.empty());
             ActorRef<MetricsHub.Published> events = localManager.expectMessageClass(JobManager.SubscribeEvents.class,
                     WAIT).subscriber();
-            join(api, worker);
+            InProcessMembers.join(List.of(api, worker), WAIT);
             awaitWorkerListed(api);
 
             String id = "j-purged";
@@ -218,31 +159,7 @@ class ClusterPurgeTest {
         Thread.sleep(200); // the directory's copy of the listing is handled before the first submission reaches it
     }
 
-    private static void join(ActorSystem<?> first, ActorSystem<?> second) throws InterruptedException {
-        for (ActorSystem<?> system : List.of(first, second)) {
-            Cluster.get(system).manager().tell(Join.create(Cluster.get(first).selfMember().address()));
-        }
-        long deadline = System.nanoTime() + WAIT.toNanos();
-        for (ActorSystem<?> system : List.of(first, second)) {
-            while (Cluster.get(system).selfMember().status() != MemberStatus.up()) {
-                assertTrue(System.nanoTime() < deadline, "the members did not come up");
-                Thread.sleep(50);
-            }
-        }
-    }
-
-    /** A member's settings: the cluster's own (port 0, no seeds: joined by hand), with role {@code role}. */
     private static Config config(String role) {
-        ClusterConfig defaults = ClusterConfig.defaults();
-        return ClusterNode.pekkoConfig(new ClusterConfig(true, "127.0.0.1", 0, List.of(), List.of(role),
-                        defaults.splitBrainResolver(), defaults.stableAfterMs(), defaults.failureTimeoutMs(),
-                        defaults.joinTimeoutMs()))
-                .withFallback(ConfigFactory.parseString("""
-                        pekko.loglevel = WARNING
-                        pekko.actor.allow-java-serialization = off
-                        pekko.coordinated-shutdown.exit-jvm = off
-                        pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                        """))
-                .withFallback(ConfigFactory.load());
+        return InProcessMembers.config(role, ClusterConfig.defaults().stableAfterMs());
     }
 }

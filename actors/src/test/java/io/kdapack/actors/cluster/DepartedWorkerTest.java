@@ -7,26 +7,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import io.kdapack.actors.cluster.parallel.ExchangeSettings;
-import io.kdapack.actors.cluster.parallel.RankEvent;
-import io.kdapack.actors.cluster.parallel.RankSpec;
+import io.kdapack.actors.cluster.InProcessMembers.ScriptedJobs;
 import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.job.JobHandle;
 import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.actors.job.MetricsHub;
-import io.kdapack.config.ClusterConfig;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.pekko.actor.Address;
@@ -38,10 +31,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.cluster.Member;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Down;
-import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.cluster.typed.Leave;
 import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.Test;
@@ -87,55 +78,6 @@ class DepartedWorkerTest {
     @TempDir
     Path dir;
 
-    /** A worker's jobs, scripted: a run starts {@code running} and ends when the test says so. */
-    private record ScriptedJobs(Path dir, Map<String, JobStatus> runs) implements LocalJobs {
-        ScriptedJobs(Path dir) {
-            this(dir, new ConcurrentHashMap<>());
-        }
-
-        @Override
-        public CompletionStage<JobStatus> start(String jobId) {
-            JobStatus running = new JobStatus(jobId, JobState.RUNNING, 0, 10, null, Instant.now(), null, null);
-            runs.put(jobId, running);
-            return CompletableFuture.completedFuture(running);
-        }
-
-        @Override
-        public CompletionStage<Optional<JobStatus>> get(String jobId) {
-            return CompletableFuture.completedFuture(Optional.ofNullable(runs.get(jobId)));
-        }
-
-        @Override
-        public CompletionStage<List<JobStatus>> list() {
-            return CompletableFuture.completedFuture(List.copyOf(runs.values()));
-        }
-
-        @Override
-        public CompletionStage<JobStatus> cancel(String jobId) {
-            return CompletableFuture.failedFuture(new RunRefused(409, "job " + jobId + " has ended", null));
-        }
-
-        @Override
-        public CompletionStage<Optional<JobStatus>> purge(String jobId) {
-            return CompletableFuture.completedFuture(Optional.ofNullable(runs.remove(jobId)));
-        }
-
-        @Override
-        public RankSpec rankSpec(String jobId, int rank, ExchangeSettings exchange, ActorRef<RankEvent> listener) {
-            throw new UnsupportedOperationException("single-worker jobs only");
-        }
-
-        @Override
-        public long totalSteps(String jobId) {
-            return 10;
-        }
-
-        @Override
-        public Path journal(String jobId) {
-            return dir.resolve(jobId).resolve("events.jsonl");
-        }
-    }
-
     /** A worker member: its system, its scripted jobs, and the agent's subscription to its job manager's events. */
     private record Worker(ActorSystem<Void> system, ScriptedJobs jobs, ActorRef<MetricsHub.Published> events) {
         Address address() {
@@ -176,7 +118,7 @@ class DepartedWorkerTest {
                         JobManager.SubscribeEvents.class, WAIT);
                 workers.add(new Worker(system, jobs, subscription.subscriber()));
             }
-            join(systems);
+            InProcessMembers.join(systems, WAIT);
             awaitWorkersListed(api, workers.size());
 
             // Two jobs at once go to two workers (fewest runs first).
@@ -392,7 +334,6 @@ class DepartedWorkerTest {
         }
     }
 
-    /** A member's settings: the cluster's own (port 0, no seeds: joined by hand), with role {@code role}. */
     /**
      * A worker's settings: a {@code terminate()} stops the system at once, as a crash does (no leave); leaving the
      * cluster is asked for explicitly, and its removal then stops the system as {@code kdapack serve} stops.
@@ -403,31 +344,6 @@ class DepartedWorkerTest {
     }
 
     private static Config config(String role) {
-        ClusterConfig cluster = ClusterConfig.defaults();
-        return ClusterNode.pekkoConfig(new ClusterConfig(true, "127.0.0.1", 0, List.of(), List.of(role),
-                        cluster.splitBrainResolver(), STABLE_AFTER_MS, cluster.failureTimeoutMs(),
-                        cluster.joinTimeoutMs()))
-                .withFallback(ConfigFactory.parseString("""
-                        pekko.loglevel = WARNING
-                        pekko.actor.allow-java-serialization = off
-                        pekko.coordinated-shutdown.exit-jvm = off
-                        pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                        """))
-                .withFallback(ConfigFactory.load());
-    }
-
-    private static void join(List<ActorSystem<Void>> systems) throws InterruptedException {
-        for (ActorSystem<?> system : systems) {
-            Cluster.get(system).manager().tell(Join.create(Cluster.get(systems.getFirst()).selfMember().address()));
-        }
-        long deadline = System.nanoTime() + WAIT.toNanos();
-        for (ActorSystem<?> system : systems) {
-            while (Cluster.get(system).selfMember().status() != MemberStatus.up()) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the members did not come up within " + WAIT.toSeconds() + " s");
-                }
-                Thread.sleep(50);
-            }
-        }
+        return InProcessMembers.config(role, STABLE_AFTER_MS);
     }
 }

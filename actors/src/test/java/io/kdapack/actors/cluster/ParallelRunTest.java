@@ -38,9 +38,6 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
-import org.apache.pekko.cluster.MemberStatus;
-import org.apache.pekko.cluster.typed.Cluster;
-import org.apache.pekko.cluster.typed.Join;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -138,7 +135,7 @@ class ParallelRunTest {
                 agents.add(system.systemActorOf(WorkerAgent.create(jobs, manager, topic, Duration.ofSeconds(30)),
                         "worker", org.apache.pekko.actor.typed.Props.empty()));
             }
-            join(systems);
+            InProcessMembers.join(systems, Duration.ofSeconds(30));
             ActorSystem<Void> first = systems.getFirst();
             TestProbe<JobEventMessage> events = TestProbe.create(first);
             topics.getFirst().tell(Topic.subscribe(events.getRef()));
@@ -225,20 +222,5 @@ class ParallelRunTest {
                         """.formatted(PEER_TIMEOUT.toMillis())))
                 .withFallback(ParallelTransport.artery(1 << 20))
                 .withFallback(ConfigFactory.load());
-    }
-
-    private static void join(List<ActorSystem<Void>> systems) throws InterruptedException {
-        for (ActorSystem<?> system : systems) {
-            Cluster.get(system).manager().tell(Join.create(Cluster.get(systems.getFirst()).selfMember().address()));
-        }
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        for (ActorSystem<?> system : systems) {
-            while (Cluster.get(system).selfMember().status() != MemberStatus.up()) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the members did not come up within 30 s");
-                }
-                Thread.sleep(50);
-            }
-        }
     }
 }
