@@ -10,6 +10,7 @@ import io.kdapack.training.pipeline.PipelineSettings;
 import io.kdapack.training.pipeline.TrainingBackend;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -45,7 +46,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
 
     public sealed interface Command permits StartJob, GetJob, ListJobs, CancelJob, Evaluate, SnapshotWeights, StopAll,
-            SubscribeEvents, GetCapacity, DescribeCluster, JobUpdated, SupervisorStopped, Purge, PurgeDone {
+            SubscribeEvents, GetCapacity, DescribeCluster, JobUpdated, SupervisorStopped, SnapshotAnswered, Purge, PurgeDone {
     }
 
     /**
@@ -142,6 +143,22 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     private record SupervisorStopped(String jobId, ActorRef<JobSupervisor.Command> supervisor) implements Command {
     }
 
+    /** A job's answer to the snapshot request {@code requestId} (or the ask's failure). */
+    private record SnapshotAnswered(long requestId, StatusReply<io.kdapack.training.pipeline.WeightSnapshot> reply,
+                                    Throwable failure) implements Command {
+    }
+
+    /** A snapshot request handed to a job's supervisor and not answered yet. */
+    private record PendingSnapshot(String jobId,
+                                   ActorRef<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>> replyTo) {
+    }
+
+    /**
+     * How long a job may take to answer a snapshot: it is taken between two steps on the model's thread, so a step's
+     * time at most; a job that ends first is answered {@code NOT_RUNNING} when its supervisor stops, not after this.
+     */
+    private static final Duration SNAPSHOT_ANSWER = Duration.ofMinutes(10);
+
     /**
      * A job's current run; {@code supervisor} is null while it is queued and once the run has ended, {@code backend}
      * is kept only while it is queued.
@@ -172,6 +189,12 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     private final List<ActorRef<Done>> stopWaiters = new ArrayList<>();
     /** Jobs whose files are being removed ({@link Purge}): they cannot start until {@link PurgeDone}. */
     private final java.util.Set<String> purging = new java.util.HashSet<>();
+    /**
+     * Snapshot requests in flight, by request id: a job that ends before its model takes the snapshot drops the
+     * request with its stages, so they are answered when its supervisor stops.
+     */
+    private final Map<Long, PendingSnapshot> pendingSnapshots = new java.util.HashMap<>();
+    private long snapshotRequests;
     private boolean shuttingDown;
     private long runs;
 
@@ -218,6 +241,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
                 .onMessage(DescribeCluster.class, this::onDescribeCluster)
                 .onMessage(JobUpdated.class, this::onJobUpdated)
                 .onMessage(SupervisorStopped.class, this::onSupervisorStopped)
+                .onMessage(SnapshotAnswered.class, this::onSnapshotAnswered)
                 .onMessage(Purge.class, this::onPurge)
                 .onMessage(PurgeDone.class, done -> {
                     purging.remove(done.jobId());
@@ -420,7 +444,24 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             snapshot.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
                     "job " + snapshot.jobId() + " is not running")));
         } else {
-            job.supervisor().tell(new JobSupervisor.SnapshotWeights(snapshot.unlessStep(), snapshot.replyTo()));
+            long requestId = ++snapshotRequests;
+            pendingSnapshots.put(requestId, new PendingSnapshot(snapshot.jobId(), snapshot.replyTo()));
+            @SuppressWarnings("unchecked")
+            Class<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>> replyClass =
+                    (Class<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>>) (Class<?>) StatusReply.class;
+            getContext().ask(replyClass, job.supervisor(), SNAPSHOT_ANSWER,
+                    replyTo -> new JobSupervisor.SnapshotWeights(snapshot.unlessStep(), replyTo),
+                    (reply, failure) -> new SnapshotAnswered(requestId, reply, failure));
+        }
+        return this;
+    }
+
+    private Behavior<Command> onSnapshotAnswered(SnapshotAnswered answered) {
+        PendingSnapshot pending = pendingSnapshots.remove(answered.requestId());
+        if (pending != null) {
+            pending.replyTo().tell(answered.failure() == null ? answered.reply() : StatusReply.error(
+                    new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING, "job " + pending.jobId()
+                            + " did not answer the snapshot: " + answered.failure().getMessage())));
         }
         return this;
     }
@@ -473,6 +514,14 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             return this;
         }
         jobs.put(stopped.jobId(), job.ended());
+        pendingSnapshots.values().removeIf(pending -> {
+            if (!pending.jobId().equals(stopped.jobId())) {
+                return false;
+            }
+            pending.replyTo().tell(StatusReply.error(new EvaluationRefused(EvaluationRefused.Reason.NOT_RUNNING,
+                    "job " + stopped.jobId() + " ended before its weights were copied")));
+            return true;
+        });
         if (!job.handle().status().state().isTerminal()) {
             getContext().getSelf().tell(new JobUpdated(job.handle().status().finished(JobState.FAILED,
                     Instant.now(), "job supervisor stopped unexpectedly")));
