@@ -14,8 +14,10 @@ import java.util.function.IntConsumer;
  * grouped into runs ({@link #runs}: one per document by default).
  *
  * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
- * so a task's rows are contiguous and the kernels work on them in place; outputs and gradients are written
- * head-major too, and brought back to the token-major layout of the contract once per call.
+ * so a task's rows of q, k, decay and beta are contiguous. The values, the outputs, their upstream gradient and the
+ * gradient of the values keep the token-major layout of the contract ({@code [T,HV,V]}): the kernels read and write
+ * their rows in place with a row stride of {@code HV·V} ({@link HeadSequence#valueOffset}), so they are never
+ * copied.
  *
  * <p>Determinism: every task reads its own rows and writes disjoint outputs (per value head, even for
  * {@code dq}/{@code dk} under grouped value attention). The sums over value heads of one q/k head and over
@@ -63,24 +65,41 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      * between them; zero-length documents among them own no token) for value head {@code head}, rows
      * {@code row0 … row0+length−1} of the head-major tensors of the call, which every task shares and reads only
      * there. Document {@code n}'s rows are {@code head·T + segments.start(n) …}; its states in the
-     * {@code [N,HV,K,V]} arrays start at {@link #stateOffset}.
+     * {@code [N,HV,K,V]} arrays start at {@link #stateOffset}. Head-major row {@code r} is token
+     * {@code r − head·T}, whose row of a token-major {@code [T,HV,V]} tensor (v, the outputs, their gradients) starts
+     * at {@link #valueOffset}{@code (r)}, the next row {@link #valueStride} floats further.
      *
-     * @param q    {@code [HV·T,K]} prepared (normalised, scaled) queries
-     * @param k    {@code [HV·T,K]} prepared keys
-     * @param v    {@code [HV·T,V]} values
-     * @param g    {@code [HV·T,K]} log-space decay
-     * @param beta {@code [HV·T]} beta in (0,1)
+     * @param tokens T, the tokens of the call
+     * @param q      {@code [HV·T,K]} prepared (normalised, scaled) queries
+     * @param k      {@code [HV·T,K]} prepared keys
+     * @param v      {@code [T,HV,V]} values, token-major as given
+     * @param g      {@code [HV·T,K]} log-space decay
+     * @param beta   {@code [HV·T]} beta in (0,1)
      */
-    record HeadSequence(Segments segments, int firstDoc, int endDoc, int head, int valueHeads, int row0, int length,
-                        int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g, float[] beta) {
+    record HeadSequence(Segments segments, int firstDoc, int endDoc, int head, int valueHeads, int tokens, int row0,
+                        int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
+                        float[] beta) {
 
         /** Offset of document {@code n}'s state of this head in a {@code [N,HV,K,V]} array. */
         int stateOffset(int n) {
             return (n * valueHeads + head) * keyDim * valueDim;
         }
+
+        /** Offset in a token-major {@code [T,HV,V]} tensor of the row of head-major row {@code row} (this head). */
+        int valueOffset(int row) {
+            return ((row - head * tokens) * valueHeads + head) * valueDim;
+        }
+
+        /** Floats between the rows of consecutive tokens of one head in a {@code [T,HV,V]} tensor: {@code HV·V}. */
+        int valueStride() {
+            return valueHeads * valueDim;
+        }
     }
 
-    /** Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks. */
+    /**
+     * Gradients shared by all tasks: {@code dq}, {@code dk}, {@code dg}, {@code dBeta} head-major like
+     * {@link HeadSequence}'s q, k, g, beta; {@code dv} token-major {@code [T,HV,V]} like v.
+     */
     record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
     }
 
@@ -90,7 +109,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      * @param h0   {@code [N,HV,K,V]} initial states, or null for zero
      * @param ht   {@code [N,HV,K,V]} final states to write for this task's documents (the slices of this head), or
      *             null when they are not wanted
-     * @param o    {@code [HV·T,V]} outputs, this task's rows to write (they hold stale values on entry)
+     * @param o    {@code [T,HV,V]} outputs, this task's rows to write
      * @param keep what to keep for {@link #backwardHead}
      * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
@@ -101,11 +120,11 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      *
      * @param h0    {@code [N,HV,K,V]} initial states, or null for zero (not changed)
      * @param kept  what {@link #forwardHead} kept for this task
-     * @param dO    {@code [HV·T,V]} upstream gradient of the outputs
+     * @param dO    {@code [T,HV,V]} upstream gradient of the outputs
      * @param dHt   {@code [N,HV,K,V]} upstream gradient of the final states, or null for zero
      * @param dH0   {@code [N,HV,K,V]} gradients of the initial states to write for this task's documents, or null
      *              when there are no initial states
-     * @param grads gradients to write in this task's rows (they hold stale values on entry)
+     * @param grads gradients to write in this task's rows (the head-major ones hold stale values on entry)
      */
     abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dHt, float[] dH0,
                                HeadGradients grads);
@@ -166,16 +185,15 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
         KdaInputs in = recorded.inputs();
         in.validateUpstream(dO, dHt);
-        int hv = in.valueHeads();
-        float[] dOHeads = headMajor(in, dO, in.valueDim());
-        int rows = in.tokens() * hv;
+        int rows = in.tokens() * in.valueHeads();
+        // dv is the result itself (token-major, padding rows zero); the others are mapped to the raw inputs below.
         HeadGradients grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
-                buffers.take(rows * in.valueDim()), buffers.take(rows * in.keyDim()), buffers.take(rows));
+                new float[rows * in.valueDim()], buffers.take(rows * in.keyDim()), buffers.take(rows));
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
         int[] runs = recorded.runs;
         runTasks(in, runs, task -> {
-            backwardHead(sequence(in, recorded.prepared, runs, task), in.h0(), kept(recorded, task), dOHeads, dHt,
-                    dH0, grads);
+            backwardHead(sequence(in, recorded.prepared, runs, task), in.h0(), kept(recorded, task), dO, dHt, dH0,
+                    grads);
             recorded.heads[task] = null;
         });
         if (dH0 != null && dHt != null) {
@@ -183,11 +201,10 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
         KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
                 grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
-        float[] dv = tokenMajor(in, grads.dv(), in.valueDim());
         KdaPreprocess.Prepared p = recorded.prepared;
-        buffers.give(dOHeads, grads.dq(), grads.dk(), grads.dv(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.v(),
-                p.decay(), p.beta());
-        return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
+        buffers.give(grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.decay(), p.beta());
+        return new KdaGradients(raw.dq(), raw.dk(), grads.dv(), raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(),
+                dH0);
     }
 
     /**
@@ -197,14 +214,13 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     private Tape record(KdaInputs in, KdaOptions options, Keep keep, boolean finalStates) {
         in.validate(options);
         KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
-        int hv = in.valueHeads();
-        int vd = in.valueDim();
-        float[] oHeads = buffers.take(in.tokens() * hv * vd);
+        // The outputs are the result itself: token-major, padding rows zero.
+        float[] o = new float[in.tokens() * in.valueHeads() * in.valueDim()];
         float[] ht = finalStates ? new float[Math.toIntExact(in.stateSize())] : null;
         int[] runs = runs(in.segments());
-        Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * hv];
+        Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * in.valueHeads()];
         runTasks(in, runs, task -> {
-            H kept = forwardHead(sequence(in, p, runs, task), in.h0(), ht, oHeads, keep);
+            H kept = forwardHead(sequence(in, p, runs, task), in.h0(), ht, o, keep);
             if (heads != null) {
                 heads[task] = kept;
             }
@@ -212,10 +228,9 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         if (ht != null && in.h0() != null) {
             copyEmptyDocumentStates(in, in.h0(), ht);
         }
-        KdaResult result = new KdaResult(tokenMajor(in, oHeads, vd), ht);
-        buffers.give(oHeads);
+        KdaResult result = new KdaResult(o, ht);
         if (keep == Keep.NOTHING) {
-            buffers.give(p.q(), p.k(), p.v(), p.decay(), p.beta());
+            buffers.give(p.q(), p.k(), p.decay(), p.beta());
             return new Tape(this, in, options, result, null, runs, null);
         }
         return new Tape(this, in, options, result, p, runs, heads);
@@ -333,44 +348,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         int vh = task % hv;
         Segments seg = in.segments();
         int first = firstNonEmpty(seg, runs, run);
-        return new HeadSequence(seg, first, runs[run + 1], vh, hv, vh * in.tokens() + seg.start(first),
-                runTokens(seg, runs, run), in.keyDim(), in.valueDim(), p.q(), p.k(), p.v(), p.decay(), p.beta());
-    }
-
-    /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */
-    private float[] headMajor(KdaInputs in, float[] x, int dim) {
-        float[] out = buffers.take(x.length);
-        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (p * heads + h) * dim, out,
-                (h * tokens + p) * dim, dim));
-        return out;
-    }
-
-    /** The segment rows of {@code x [HV,T,dim]} as {@code [T,HV,dim]} (padding rows zero). */
-    private float[] tokenMajor(KdaInputs in, float[] x, int dim) {
-        float[] out = new float[x.length];
-        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (h * tokens + p) * dim, out,
-                (p * heads + h) * dim, dim));
-        return out;
-    }
-
-    /** Copies one row: token {@code p} of value head {@code h}. */
-    @FunctionalInterface
-    private interface RowCopy {
-        void copy(int p, int h, int tokens, int heads);
-    }
-
-    /** Runs {@code copy} for every segment token of every value head, one block per value head. */
-    private void copySegmentRows(KdaInputs in, RowCopy copy) {
-        Segments seg = in.segments();
-        int tokens = in.tokens();
-        int heads = in.valueHeads();
-        runBlocks(heads, h -> {
-            for (int n = 0; n < seg.count(); n++) {
-                for (int p = seg.start(n); p < seg.end(n); p++) {
-                    copy.copy(p, h, tokens, heads);
-                }
-            }
-        });
+        return new HeadSequence(seg, first, runs[run + 1], vh, hv, in.tokens(), vh * in.tokens() + seg.start(first),
+                runTokens(seg, runs, run), in.keyDim(), in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta());
     }
 
     /**

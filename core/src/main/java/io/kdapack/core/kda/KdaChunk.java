@@ -121,7 +121,8 @@ public final class KdaChunk {
 
     /**
      * Forward of the chunk of {@code len} tokens starting at head-major row {@code first} of {@code s}'s tensors,
-     * over the documents {@code docs}: writes the outputs to the same rows of {@code o [HV·T,V]} (unless null),
+     * over the documents {@code docs}: writes the outputs to the same tokens' rows of {@code o [T,HV,V]} (unless
+     * null),
      * replaces the carried {@code state [K,V]} (the state of the document continuing from the previous chunk, when
      * {@code docs.continues}) by the state of the last document when it continues into the next chunk
      * ({@code docs.carries}), and writes the final states of the documents ending here to {@code ht} when it is not
@@ -136,13 +137,15 @@ public final class KdaChunk {
         p = keep != null ? keep : own;
         prepare(s, first, len, docs, state, h0);
         if (o != null) {
+            int oOff = s.valueOffset(first);
+            int ld = s.valueStride();
             // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents)
-            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, o, first * vd, vd);
+            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, o, oOff, ld);
             for (int j = 0; j < docs.count; j++) {
                 if (entryState(docs, j, state, h0) != null) {
                     int r0 = docs.start[j];
                     ChunkMath.matmul(false, docs.end[j] - r0, 1f, p.qg, r0 * kd, kd, entries[j], 1f, o,
-                            (first + r0) * vd, vd);
+                            oOff + r0 * ld, ld);
                 }
             }
         }
@@ -195,7 +198,8 @@ public final class KdaChunk {
      * {@code docs.carries}) on entry and of {@code s0} on return (when {@code docs.continues}); the gradients of the
      * final states of the documents ending here come from {@code dHt} (null for zero), those of the initial states of
      * the documents starting here go to {@code dH0} (null when there are no initial states); gradients of the
-     * chunk's rows are written into {@code grads}. {@code kept} holds the chunk's forward intermediates from
+     * chunk's rows are written into {@code grads}; {@code dO [T,HV,V]} is read at the chunk's tokens. {@code kept}
+     * holds the chunk's forward intermediates from
      * {@link #forward}, or is null to recompute them.
      */
     void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, float[] h0,
@@ -207,7 +211,9 @@ public final class KdaChunk {
             p = own;
             prepare(s, first, len, docs, s0, h0);
         }
-        int dOff = first * vd;
+        // v, dO and dv are token-major: the chunk's row r of each at dOff + r·ld.
+        int dOff = s.valueOffset(first);
+        int ld = s.valueStride();
         // dq and dk collect several terms below; dv, dβ and dg are written once.
         Arrays.fill(grads.dq(), first * kd, (first + len) * kd, 0f);
         Arrays.fill(grads.dk(), first * kd, (first + len) * kd, 0f);
@@ -243,9 +249,9 @@ public final class KdaChunk {
         // The lower-triangular results are computed over whole column tiles (`width`): their columns past len
         // come from the stale rows past len of V', U, W and are never read.
         int width = ChunkMath.paddedWidth(len, SIZE);
-        ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dO, dOff, ld, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
         maskAcrossDocuments(docs, len, dAQK);
-        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
+        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, ld, 1f, dVNew, 0, vd);
         // Through O_D = Qg_D S_D + … and V'_D = U_D − W_D S_D, for the documents entering with a state; the
         // others' dQg and dW are zero. Last document first: it may read dState, which the first one writes.
         for (int j = docs.count - 1; j >= 0; j--) {
@@ -256,7 +262,7 @@ public final class KdaChunk {
                 Arrays.fill(dW, r0 * kd, (r0 + rows) * kd, 0f);
                 continue;
             }
-            ChunkMath.matmul(false, rows, 1f, dO, dOff + r0 * vd, vd, entries[j], 0f, dQg, r0 * kd, kd);
+            ChunkMath.matmul(false, rows, 1f, dO, dOff + r0 * ld, ld, entries[j], 0f, dQg, r0 * kd, kd);
             ChunkMath.matmul(false, rows, -1f, dVNew, r0 * vd, vd, entries[j], 0f, dW, r0 * kd, kd);
             // dS_D = diag(e_D) dS'_D + Qg_Dᵀ dO_D − W_Dᵀ dV'_D, written to the carried gradient or to dH0 (over dS'_D
             // itself when both are the carried one: elementwise, then added to).
@@ -273,7 +279,7 @@ public final class KdaChunk {
                 }
                 beta = 1f;
             }
-            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff,
+            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * ld, ld, beta, dest, destOff,
                     vd);
             ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dest, destOff, vd);
         }
@@ -286,10 +292,10 @@ public final class KdaChunk {
         maskAcrossDocuments(docs, len, dA);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
-            grads.dBeta()[first + r] = dot(vd, s.v(), (first + r) * vd, dVb, r * vd)
+            grads.dBeta()[first + r] = dot(vd, s.v(), dOff + r * ld, dVb, r * vd)
                     + dot(kd, p.kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
             scale(r, beta, dA, r * SIZE, dA, r * SIZE); // now the gradient of P
-            scale(vd, beta, dVb, r * vd, grads.dv(), (first + r) * vd);
+            scale(vd, beta, dVb, r * vd, grads.dv(), dOff + r * ld);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
         pairs.backward(s.q(), s.k(), s.g(), first, len, docs.rowStart, dAQK, dA, grads.dq(), grads.dk(), dGamma);
@@ -329,6 +335,8 @@ public final class KdaChunk {
     private void prepare(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state,
                          float[] h0) {
         float[] g = s.g();
+        int vOff = s.valueOffset(first);
+        int ld = s.valueStride();
         // Prefix sums restarted at each document's first row, suffix sums at each one's last row.
         for (int r = 0; r < len; r++) {
             if (docs.rowStart[r] == r) {
@@ -354,7 +362,7 @@ public final class KdaChunk {
             Arrays.fill(p.aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
             // The right-hand sides of W = (I + A)⁻¹ diag(β) Kg and U = (I + A)⁻¹ diag(β) V.
             scale(kd, beta, p.kg, r * kd, kb, r * kd);
-            scale(vd, beta, s.v(), (first + r) * vd, vb, r * vd);
+            scale(vd, beta, s.v(), vOff + r * ld, vb, r * vd);
         }
         invertUnitLower(len);
         ChunkMath.matmul(LOWER_A, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
