@@ -14,10 +14,11 @@ import java.util.function.IntConsumer;
  * grouped into runs ({@link #runs}: one per document by default).
  *
  * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
- * so a task's rows of q, k, decay and beta are contiguous. The values, the outputs, their upstream gradient and the
- * gradient of the values keep the token-major layout of the contract ({@code [T,HV,V]}): the kernels read and write
- * their rows in place with a row stride of {@code HV·V} ({@link HeadSequence#valueOffset}), so they are never
- * copied.
+ * so a task's rows of q, k, decay and beta are contiguous. The forward reads the values and writes the outputs in
+ * the token-major layout of the contract ({@code [T,HV,V]}), in place, with a row stride of {@code HV·V}
+ * ({@link HeadSequence#valueOffset}); neither is copied. The backward's upstream gradient {@code dO} and the gradient
+ * {@code dv} are copied to and from head-major buffers once per call: the chunks walk their rows in reverse, and read
+ * in place at that stride they cost more than the two copies (measured; see docs/kda.md).
  *
  * <p>Determinism: every task reads its own rows and writes disjoint outputs (per value head, even for
  * {@code dq}/{@code dk} under grouped value attention). The sums over value heads of one q/k head and over
@@ -66,8 +67,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      * {@code row0 … row0+length−1} of the head-major tensors of the call, which every task shares and reads only
      * there. Document {@code n}'s rows are {@code head·T + segments.start(n) …}; its states in the
      * {@code [N,HV,K,V]} arrays start at {@link #stateOffset}. Head-major row {@code r} is token
-     * {@code r − head·T}, whose row of a token-major {@code [T,HV,V]} tensor (v, the outputs, their gradients) starts
-     * at {@link #valueOffset}{@code (r)}, the next row {@link #valueStride} floats further.
+     * {@code r − head·T}, whose row of a token-major {@code [T,HV,V]} tensor (v, the outputs) starts at
+     * {@link #valueOffset}{@code (r)}, the next row {@link #valueStride} floats further.
      *
      * @param tokens T, the tokens of the call
      * @param q      {@code [HV·T,K]} prepared (normalised, scaled) queries
@@ -96,10 +97,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
     }
 
-    /**
-     * Gradients shared by all tasks: {@code dq}, {@code dk}, {@code dg}, {@code dBeta} head-major like
-     * {@link HeadSequence}'s q, k, g, beta; {@code dv} token-major {@code [T,HV,V]} like v.
-     */
+    /** Gradients, head-major like {@link HeadSequence}'s q, k, g, beta ({@code dv [HV·T,V]}), shared by all tasks. */
     record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
     }
 
@@ -120,11 +118,11 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      *
      * @param h0    {@code [N,HV,K,V]} initial states, or null for zero (not changed)
      * @param kept  what {@link #forwardHead} kept for this task
-     * @param dO    {@code [T,HV,V]} upstream gradient of the outputs
+     * @param dO    {@code [HV·T,V]} upstream gradient of the outputs, head-major
      * @param dHt   {@code [N,HV,K,V]} upstream gradient of the final states, or null for zero
      * @param dH0   {@code [N,HV,K,V]} gradients of the initial states to write for this task's documents, or null
      *              when there are no initial states
-     * @param grads gradients to write in this task's rows (the head-major ones hold stale values on entry)
+     * @param grads gradients to write in this task's rows (they hold stale values on entry)
      */
     abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dHt, float[] dH0,
                                HeadGradients grads);
@@ -185,15 +183,16 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
         KdaInputs in = recorded.inputs();
         in.validateUpstream(dO, dHt);
-        int rows = in.tokens() * in.valueHeads();
-        // dv is the result itself (token-major, padding rows zero); the others are mapped to the raw inputs below.
+        int hv = in.valueHeads();
+        float[] dOHeads = headMajor(in, dO, in.valueDim());
+        int rows = in.tokens() * hv;
         HeadGradients grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
-                new float[rows * in.valueDim()], buffers.take(rows * in.keyDim()), buffers.take(rows));
+                buffers.take(rows * in.valueDim()), buffers.take(rows * in.keyDim()), buffers.take(rows));
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
         int[] runs = recorded.runs;
         runTasks(in, runs, task -> {
-            backwardHead(sequence(in, recorded.prepared, runs, task), in.h0(), kept(recorded, task), dO, dHt, dH0,
-                    grads);
+            backwardHead(sequence(in, recorded.prepared, runs, task), in.h0(), kept(recorded, task), dOHeads, dHt,
+                    dH0, grads);
             recorded.heads[task] = null;
         });
         if (dH0 != null && dHt != null) {
@@ -201,10 +200,11 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
         KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
                 grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
+        float[] dv = tokenMajor(in, grads.dv(), in.valueDim());
         KdaPreprocess.Prepared p = recorded.prepared;
-        buffers.give(grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.decay(), p.beta());
-        return new KdaGradients(raw.dq(), raw.dk(), grads.dv(), raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(),
-                dH0);
+        buffers.give(dOHeads, grads.dq(), grads.dk(), grads.dv(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.decay(),
+                p.beta());
+        return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
 
     /**
@@ -350,6 +350,42 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         int first = firstNonEmpty(seg, runs, run);
         return new HeadSequence(seg, first, runs[run + 1], vh, hv, in.tokens(), vh * in.tokens() + seg.start(first),
                 runTokens(seg, runs, run), in.keyDim(), in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta());
+    }
+
+    /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */
+    private float[] headMajor(KdaInputs in, float[] x, int dim) {
+        float[] out = buffers.take(x.length);
+        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (p * heads + h) * dim, out,
+                (h * tokens + p) * dim, dim));
+        return out;
+    }
+
+    /** The segment rows of {@code x [HV,T,dim]} as {@code [T,HV,dim]} (padding rows zero). */
+    private float[] tokenMajor(KdaInputs in, float[] x, int dim) {
+        float[] out = new float[x.length];
+        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (h * tokens + p) * dim, out,
+                (p * heads + h) * dim, dim));
+        return out;
+    }
+
+    /** Copies one row: token {@code p} of value head {@code h}. */
+    @FunctionalInterface
+    private interface RowCopy {
+        void copy(int p, int h, int tokens, int heads);
+    }
+
+    /** Runs {@code copy} for every segment token of every value head, one block per value head. */
+    private void copySegmentRows(KdaInputs in, RowCopy copy) {
+        Segments seg = in.segments();
+        int tokens = in.tokens();
+        int heads = in.valueHeads();
+        runBlocks(heads, h -> {
+            for (int n = 0; n < seg.count(); n++) {
+                for (int p = seg.start(n); p < seg.end(n); p++) {
+                    copy.copy(p, h, tokens, heads);
+                }
+            }
+        });
     }
 
     /**

@@ -51,6 +51,10 @@ public final class KdaChunk {
     private Intermediates p;
     private final Intermediates own;
     private final float[] a;
+    /** The chunk's rows of the values, {@code [L,V]} ({@link #gatherValues}). */
+    private final float[] vChunk;
+    /** The chunk's rows of the outputs, {@code [L,V]}, before they are written to the token-major tensor. */
+    private final float[] oChunk;
     // Backward scratch.
     private final float[] dVNew;
     private final float[] dKDecayed;
@@ -84,6 +88,8 @@ public final class KdaChunk {
         own = new Intermediates(keyDim, valueDim);
         p = own;
         a = new float[SIZE * SIZE];
+        vChunk = new float[SIZE * vd];
+        oChunk = new float[SIZE * vd];
         dVNew = new float[SIZE * vd];
         dKDecayed = new float[SIZE * kd];
         dQg = new float[SIZE * kd];
@@ -137,16 +143,21 @@ public final class KdaChunk {
         p = keep != null ? keep : own;
         prepare(s, first, len, docs, state, h0);
         if (o != null) {
-            int oOff = s.valueOffset(first);
-            int ld = s.valueStride();
-            // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents)
-            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, o, oOff, ld);
+            // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents),
+            // in contiguous scratch, then copied to the token-major rows: rows HV·V floats apart (1 KiB at HV·V = 256)
+            // fall into a quarter of the L1 sets, and the second product reads back what the first wrote.
+            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, oChunk, 0, vd);
             for (int j = 0; j < docs.count; j++) {
                 if (entryState(docs, j, state, h0) != null) {
                     int r0 = docs.start[j];
-                    ChunkMath.matmul(false, docs.end[j] - r0, 1f, p.qg, r0 * kd, kd, entries[j], 1f, o,
-                            oOff + r0 * ld, ld);
+                    ChunkMath.matmul(false, docs.end[j] - r0, 1f, p.qg, r0 * kd, kd, entries[j], 1f, oChunk, r0 * vd,
+                            vd);
                 }
+            }
+            int oOff = s.valueOffset(first);
+            int ld = s.valueStride();
+            for (int r = 0; r < len; r++) {
+                System.arraycopy(oChunk, r * vd, o, oOff + r * ld, vd);
             }
         }
         // S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D: the final states asked for and the carried state, written over the state
@@ -198,22 +209,20 @@ public final class KdaChunk {
      * {@code docs.carries}) on entry and of {@code s0} on return (when {@code docs.continues}); the gradients of the
      * final states of the documents ending here come from {@code dHt} (null for zero), those of the initial states of
      * the documents starting here go to {@code dH0} (null when there are no initial states); gradients of the
-     * chunk's rows are written into {@code grads}; {@code dO [T,HV,V]} is read at the chunk's tokens. {@code kept}
-     * holds the chunk's forward intermediates from
-     * {@link #forward}, or is null to recompute them.
+     * chunk's rows are written into {@code grads}; {@code dO [HV·T,V]} is head-major. {@code kept} holds the chunk's
+     * forward intermediates from {@link #forward}, or is null to recompute them.
      */
     void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, float[] h0,
                   float[] dO, float[] dState, float[] dHt, float[] dH0, HeadParallelBackend.HeadGradients grads,
                   Intermediates kept) {
         if (kept != null) {
             p = kept;
+            gatherValues(s, first, len);
         } else {
             p = own;
             prepare(s, first, len, docs, s0, h0);
         }
-        // v, dO and dv are token-major: the chunk's row r of each at dOff + r·ld.
-        int dOff = s.valueOffset(first);
-        int ld = s.valueStride();
+        int dOff = first * vd;
         // dq and dk collect several terms below; dv, dβ and dg are written once.
         Arrays.fill(grads.dq(), first * kd, (first + len) * kd, 0f);
         Arrays.fill(grads.dk(), first * kd, (first + len) * kd, 0f);
@@ -249,9 +258,9 @@ public final class KdaChunk {
         // The lower-triangular results are computed over whole column tiles (`width`): their columns past len
         // come from the stale rows past len of V', U, W and are never read.
         int width = ChunkMath.paddedWidth(len, SIZE);
-        ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dO, dOff, ld, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
         maskAcrossDocuments(docs, len, dAQK);
-        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, ld, 1f, dVNew, 0, vd);
+        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
         // Through O_D = Qg_D S_D + … and V'_D = U_D − W_D S_D, for the documents entering with a state; the
         // others' dQg and dW are zero. Last document first: it may read dState, which the first one writes.
         for (int j = docs.count - 1; j >= 0; j--) {
@@ -262,7 +271,7 @@ public final class KdaChunk {
                 Arrays.fill(dW, r0 * kd, (r0 + rows) * kd, 0f);
                 continue;
             }
-            ChunkMath.matmul(false, rows, 1f, dO, dOff + r0 * ld, ld, entries[j], 0f, dQg, r0 * kd, kd);
+            ChunkMath.matmul(false, rows, 1f, dO, dOff + r0 * vd, vd, entries[j], 0f, dQg, r0 * kd, kd);
             ChunkMath.matmul(false, rows, -1f, dVNew, r0 * vd, vd, entries[j], 0f, dW, r0 * kd, kd);
             // dS_D = diag(e_D) dS'_D + Qg_Dᵀ dO_D − W_Dᵀ dV'_D, written to the carried gradient or to dH0 (over dS'_D
             // itself when both are the carried one: elementwise, then added to).
@@ -279,7 +288,7 @@ public final class KdaChunk {
                 }
                 beta = 1f;
             }
-            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * ld, ld, beta, dest, destOff,
+            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff,
                     vd);
             ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dest, destOff, vd);
         }
@@ -292,10 +301,10 @@ public final class KdaChunk {
         maskAcrossDocuments(docs, len, dA);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
-            grads.dBeta()[first + r] = dot(vd, s.v(), dOff + r * ld, dVb, r * vd)
+            grads.dBeta()[first + r] = dot(vd, vChunk, r * vd, dVb, r * vd)
                     + dot(kd, p.kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
             scale(r, beta, dA, r * SIZE, dA, r * SIZE); // now the gradient of P
-            scale(vd, beta, dVb, r * vd, grads.dv(), dOff + r * ld);
+            scale(vd, beta, dVb, r * vd, grads.dv(), dOff + r * vd);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
         pairs.backward(s.q(), s.k(), s.g(), first, len, docs.rowStart, dAQK, dA, grads.dq(), grads.dk(), dGamma);
@@ -335,8 +344,7 @@ public final class KdaChunk {
     private void prepare(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state,
                          float[] h0) {
         float[] g = s.g();
-        int vOff = s.valueOffset(first);
-        int ld = s.valueStride();
+        gatherValues(s, first, len);
         // Prefix sums restarted at each document's first row, suffix sums at each one's last row.
         for (int r = 0; r < len; r++) {
             if (docs.rowStart[r] == r) {
@@ -362,7 +370,7 @@ public final class KdaChunk {
             Arrays.fill(p.aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
             // The right-hand sides of W = (I + A)⁻¹ diag(β) Kg and U = (I + A)⁻¹ diag(β) V.
             scale(kd, beta, p.kg, r * kd, kb, r * kd);
-            scale(vd, beta, s.v(), vOff + r * ld, vb, r * vd);
+            scale(vd, beta, vChunk, r * vd, vb, r * vd);
         }
         invertUnitLower(len);
         ChunkMath.matmul(LOWER_A, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
@@ -375,6 +383,19 @@ public final class KdaChunk {
                 ChunkMath.pack(kd, vd, entry, entryOffset(s, docs, j), vd, entry(j));
                 ChunkMath.matmul(false, docs.end[j] - r0, -1f, p.w, r0 * kd, kd, entries[j], 1f, p.vNew, r0 * vd, vd);
             }
+        }
+    }
+
+    /**
+     * Copies the chunk's rows of the token-major values {@code [T,HV,V]} to {@link #vChunk}, in one tight loop: the
+     * rows are {@code HV·V} floats apart, and read one by one amid the chunk's arithmetic they stall on memory far
+     * longer than this copy (the forward was 10–12 % slower so, at T = 4096, HV·V = 256).
+     */
+    private void gatherValues(HeadParallelBackend.HeadSequence s, int first, int len) {
+        int off = s.valueOffset(first);
+        int ld = s.valueStride();
+        for (int r = 0; r < len; r++) {
+            System.arraycopy(s.v(), off + r * ld, vChunk, r * vd, vd);
         }
     }
 
