@@ -15,8 +15,9 @@ import java.util.function.IntConsumer;
  *
  * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
  * so a task's rows of q, k, decay and beta are contiguous. The forward reads the values and writes the outputs in
- * the token-major layout of the contract ({@code [T,HV,V]}), in place, with a row stride of {@code HV·V}
- * ({@link HeadSequence#valueOffset}); neither is copied. The backward's upstream gradient {@code dO} and the gradient
+ * the token-major layout of the contract ({@code [T,HV,V]}, a row stride of {@code HV·V}:
+ * {@link HeadSequence#valueOffset}), a chunk's rows at a time through per-thread scratch, so neither gets a pass
+ * of its own. The backward's upstream gradient {@code dO} and the gradient
  * {@code dv} are copied to and from head-major buffers once per call: the chunks walk their rows in reverse, and read
  * in place at that stride they cost more than the two copies (measured; see docs/kda.md).
  *
