@@ -14,8 +14,12 @@ import java.util.function.IntConsumer;
  * grouped into runs ({@link #runs}: one per document by default).
  *
  * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
- * so a task's rows are contiguous and the kernels work on them in place; outputs and gradients are written
- * head-major too, and brought back to the token-major layout of the contract once per call.
+ * so a task's rows of q, k, decay and beta are contiguous. The forward reads the values and writes the outputs in
+ * the token-major layout of the contract ({@code [T,HV,V]}, a row stride of {@code HV·V}:
+ * {@link HeadSequence#valueOffset}), a chunk's rows at a time through per-thread scratch, so neither gets a pass
+ * of its own. The backward's upstream gradient {@code dO} and the gradient
+ * {@code dv} are copied to and from head-major buffers once per call: the chunks walk their rows in reverse, and read
+ * in place at that stride they cost more than the two copies (measured; see docs/kda.md).
  *
  * <p>Determinism: every task reads its own rows and writes disjoint outputs (per value head, even for
  * {@code dq}/{@code dk} under grouped value attention). The sums over value heads of one q/k head and over
@@ -63,24 +67,38 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      * between them; zero-length documents among them own no token) for value head {@code head}, rows
      * {@code row0 … row0+length−1} of the head-major tensors of the call, which every task shares and reads only
      * there. Document {@code n}'s rows are {@code head·T + segments.start(n) …}; its states in the
-     * {@code [N,HV,K,V]} arrays start at {@link #stateOffset}.
+     * {@code [N,HV,K,V]} arrays start at {@link #stateOffset}. Head-major row {@code r} is token
+     * {@code r − head·T}, whose row of a token-major {@code [T,HV,V]} tensor (v, the outputs) starts at
+     * {@link #valueOffset}{@code (r)}, the next row {@link #valueStride} floats further.
      *
-     * @param q    {@code [HV·T,K]} prepared (normalised, scaled) queries
-     * @param k    {@code [HV·T,K]} prepared keys
-     * @param v    {@code [HV·T,V]} values
-     * @param g    {@code [HV·T,K]} log-space decay
-     * @param beta {@code [HV·T]} beta in (0,1)
+     * @param tokens T, the tokens of the call
+     * @param q      {@code [HV·T,K]} prepared (normalised, scaled) queries
+     * @param k      {@code [HV·T,K]} prepared keys
+     * @param v      {@code [T,HV,V]} values, token-major as given
+     * @param g      {@code [HV·T,K]} log-space decay
+     * @param beta   {@code [HV·T]} beta in (0,1)
      */
-    record HeadSequence(Segments segments, int firstDoc, int endDoc, int head, int valueHeads, int row0, int length,
-                        int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g, float[] beta) {
+    record HeadSequence(Segments segments, int firstDoc, int endDoc, int head, int valueHeads, int tokens, int row0,
+                        int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
+                        float[] beta) {
 
         /** Offset of document {@code n}'s state of this head in a {@code [N,HV,K,V]} array. */
         int stateOffset(int n) {
             return (n * valueHeads + head) * keyDim * valueDim;
         }
+
+        /** Offset in a token-major {@code [T,HV,V]} tensor of the row of head-major row {@code row} (this head). */
+        int valueOffset(int row) {
+            return ((row - head * tokens) * valueHeads + head) * valueDim;
+        }
+
+        /** Floats between the rows of consecutive tokens of one head in a {@code [T,HV,V]} tensor: {@code HV·V}. */
+        int valueStride() {
+            return valueHeads * valueDim;
+        }
     }
 
-    /** Gradients, head-major like {@link HeadSequence}'s tensors and shared by all tasks. */
+    /** Gradients, head-major like {@link HeadSequence}'s q, k, g, beta ({@code dv [HV·T,V]}), shared by all tasks. */
     record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
     }
 
@@ -90,7 +108,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      * @param h0   {@code [N,HV,K,V]} initial states, or null for zero
      * @param ht   {@code [N,HV,K,V]} final states to write for this task's documents (the slices of this head), or
      *             null when they are not wanted
-     * @param o    {@code [HV·T,V]} outputs, this task's rows to write (they hold stale values on entry)
+     * @param o    {@code [T,HV,V]} outputs, this task's rows to write
      * @param keep what to keep for {@link #backwardHead}
      * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
      */
@@ -101,7 +119,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      *
      * @param h0    {@code [N,HV,K,V]} initial states, or null for zero (not changed)
      * @param kept  what {@link #forwardHead} kept for this task
-     * @param dO    {@code [HV·T,V]} upstream gradient of the outputs
+     * @param dO    {@code [HV·T,V]} upstream gradient of the outputs, head-major
      * @param dHt   {@code [N,HV,K,V]} upstream gradient of the final states, or null for zero
      * @param dH0   {@code [N,HV,K,V]} gradients of the initial states to write for this task's documents, or null
      *              when there are no initial states
@@ -185,8 +203,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
                 grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
         float[] dv = tokenMajor(in, grads.dv(), in.valueDim());
         KdaPreprocess.Prepared p = recorded.prepared;
-        buffers.give(dOHeads, grads.dq(), grads.dk(), grads.dv(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.v(),
-                p.decay(), p.beta());
+        buffers.give(dOHeads, grads.dq(), grads.dk(), grads.dv(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.decay(),
+                p.beta());
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
 
@@ -197,14 +215,13 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     private Tape record(KdaInputs in, KdaOptions options, Keep keep, boolean finalStates) {
         in.validate(options);
         KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
-        int hv = in.valueHeads();
-        int vd = in.valueDim();
-        float[] oHeads = buffers.take(in.tokens() * hv * vd);
+        // The outputs are the result itself: token-major, padding rows zero.
+        float[] o = new float[in.tokens() * in.valueHeads() * in.valueDim()];
         float[] ht = finalStates ? new float[Math.toIntExact(in.stateSize())] : null;
         int[] runs = runs(in.segments());
-        Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * hv];
+        Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * in.valueHeads()];
         runTasks(in, runs, task -> {
-            H kept = forwardHead(sequence(in, p, runs, task), in.h0(), ht, oHeads, keep);
+            H kept = forwardHead(sequence(in, p, runs, task), in.h0(), ht, o, keep);
             if (heads != null) {
                 heads[task] = kept;
             }
@@ -212,10 +229,9 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         if (ht != null && in.h0() != null) {
             copyEmptyDocumentStates(in, in.h0(), ht);
         }
-        KdaResult result = new KdaResult(tokenMajor(in, oHeads, vd), ht);
-        buffers.give(oHeads);
+        KdaResult result = new KdaResult(o, ht);
         if (keep == Keep.NOTHING) {
-            buffers.give(p.q(), p.k(), p.v(), p.decay(), p.beta());
+            buffers.give(p.q(), p.k(), p.decay(), p.beta());
             return new Tape(this, in, options, result, null, runs, null);
         }
         return new Tape(this, in, options, result, p, runs, heads);
@@ -333,8 +349,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         int vh = task % hv;
         Segments seg = in.segments();
         int first = firstNonEmpty(seg, runs, run);
-        return new HeadSequence(seg, first, runs[run + 1], vh, hv, vh * in.tokens() + seg.start(first),
-                runTokens(seg, runs, run), in.keyDim(), in.valueDim(), p.q(), p.k(), p.v(), p.decay(), p.beta());
+        return new HeadSequence(seg, first, runs[run + 1], vh, hv, in.tokens(), vh * in.tokens() + seg.start(first),
+                runTokens(seg, runs, run), in.keyDim(), in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta());
     }
 
     /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */

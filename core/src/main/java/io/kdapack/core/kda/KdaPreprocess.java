@@ -35,20 +35,20 @@ public final class KdaPreprocess {
     }
 
     /**
-     * What the recurrence consumes, head-major so that each (sequence, value head) reads contiguous rows:
-     * token p of value head vh is row {@code vh·T + p}. q and k are repeated for every value head of their
-     * group. Rows of padding tokens are not written (zero in fresh arrays) and never read.
+     * What the recurrence consumes besides the values (which it reads token-major, as given), head-major so that
+     * each (sequence, value head) reads contiguous rows: token p of value head vh is row {@code vh·T + p}. q and k
+     * are repeated for every value head of their group. Rows of padding tokens are not written (zero in fresh
+     * arrays) and never read.
      *
      * @param q     {@code [HV,T,K]} normalised (with l2norm) and multiplied by the scale
      * @param k     {@code [HV,T,K]} normalised (with l2norm)
-     * @param v     {@code [HV,T,V]} the values
      * @param decay {@code [HV,T,K]} log-space decay
      * @param beta  {@code [HV,T]} beta in (0,1)
      * @param qNorm {@code [T,H]} {@code sqrt(Σ q² + eps)}, or null without l2norm
      * @param kNorm {@code [T,H]} likewise for k
      * @param scale the scale applied to q
      */
-    public record Prepared(float[] q, float[] k, float[] v, float[] decay, float[] beta, float[] qNorm,
+    public record Prepared(float[] q, float[] k, float[] decay, float[] beta, float[] qNorm,
                            float[] kNorm, float scale) {
     }
 
@@ -71,11 +71,9 @@ public final class KdaPreprocess {
         int hv = in.valueHeads();
         int group = hv / h;
         int kd = in.keyDim();
-        int vd = in.valueDim();
         float scale = options.scaleFor(kd);
         float[] q = buffers.apply(t * hv * kd);
         float[] k = buffers.apply(t * hv * kd);
-        float[] v = buffers.apply(t * hv * vd);
         float[] decay = buffers.apply(t * hv * kd);
         float[] beta = buffers.apply(t * hv);
         float[] qNorm = options.qkL2Norm() ? new float[t * h] : null;
@@ -101,12 +99,11 @@ public final class KdaPreprocess {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
                     gate.decayRow(vh, in.g(), row * kd, decay, headRow * kd);
-                    System.arraycopy(in.v(), row * vd, v, headRow * vd, vd);
                     beta[headRow] = options.betaSigmoid() ? sigmoid(in.beta()[row]) : in.beta()[row];
                 }
             }
         });
-        return new Prepared(q, k, v, decay, beta, qNorm, kNorm, scale);
+        return new Prepared(q, k, decay, beta, qNorm, kNorm, scale);
     }
 
     /**

@@ -38,7 +38,6 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
     Void forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep) {
         float[] state = initialState(s, h0);
         float[] w = new float[s.valueDim()];
-        Arrays.fill(o, s.row0() * s.valueDim(), (s.row0() + s.length()) * s.valueDim(), 0f); // output() adds into o
         for (int t = s.row0(); t < s.row0() + s.length(); t++) {
             step(s, t, state, 0, w);
             output(s, t, state, o);
@@ -116,7 +115,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
         }
         float beta = s.beta()[t];
         for (int j = 0; j < vd; j++) {
-            w[j] = s.v()[t * vd + j];
+            w[j] = s.v()[s.valueOffset(t) + j];
         }
         for (int i = 0; i < kd; i++) {
             float ki = s.k()[kRow + i];
@@ -132,13 +131,16 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
         }
     }
 
+    /** {@code o_t = S_tᵀ q_t} into token t's row of {@code o [T,HV,V]} (written, not added to). */
     private static void output(HeadSequence s, int t, float[] state, float[] o) {
         int kd = s.keyDim();
         int vd = s.valueDim();
+        int oRow = s.valueOffset(t);
+        Arrays.fill(o, oRow, oRow + vd, 0f);
         for (int i = 0; i < kd; i++) {
             float qi = s.q()[t * kd + i];
             for (int j = 0; j < vd; j++) {
-                o[t * vd + j] += qi * state[i * vd + j];
+                o[oRow + j] += qi * state[i * vd + j];
             }
         }
     }
@@ -154,6 +156,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
         int size = kd * vd;
         int next = prev + size;
         int kRow = t * kd;
+        int vRow = s.valueOffset(t);
         float beta = s.beta()[t];
         for (int i = 0; i < kd; i++) {
             float decay = (float) Math.exp(s.g()[kRow + i]);
@@ -163,7 +166,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
         }
         // w = v − S̃ᵀk, u = βw.
         for (int j = 0; j < vd; j++) {
-            w[j] = s.v()[t * vd + j];
+            w[j] = s.v()[vRow + j];
         }
         for (int i = 0; i < kd; i++) {
             float ki = s.k()[kRow + i];
