@@ -59,9 +59,10 @@ class ApiHandlerTest {
         testKit.shutdownTestKit();
     }
 
-    private static InVmHttp http(JobFactory factory) throws InterruptedException {
+    private static LoopbackHttp http(JobFactory factory) throws InterruptedException {
         var jobs = new JobService(manager, testKit.system().scheduler(), factory, factoryCalls, Duration.ofSeconds(10));
-        return new InVmHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, MAX_BODY, openApi, Duration.ZERO));
+        return new LoopbackHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, MAX_BODY, openApi,
+                Duration.ZERO));
     }
 
     private static JsonNode json(FullHttpResponse response) throws IOException {
@@ -167,7 +168,7 @@ class ApiHandlerTest {
         }
     }
 
-    private static void stepsChecks(InVmHttp http, ScriptedJobFactory factory) throws Exception {
+    private static void stepsChecks(LoopbackHttp http, ScriptedJobFactory factory) throws Exception {
         {
             FullHttpResponse created = http.exchange("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                     + AUTH, "{\"steps\": 5, \"gated\": true}");
@@ -241,7 +242,7 @@ class ApiHandlerTest {
      * model for step {@code steps + 1} before it forwards any later evaluation, so that evaluation waits for
      * that step, which needs one more permit of the gate.
      */
-    private static void awaitRunningWithStepsDone(InVmHttp http, String job, int steps) throws Exception {
+    private static void awaitRunningWithStepsDone(LoopbackHttp http, String job, int steps) throws Exception {
         JsonNode status = null;
         for (int attempt = 0; attempt < 1000; attempt++) {
             status = json(http.exchange("GET /v1/jobs/" + job + " HTTP/1.1\r\nHost: x" + AUTH, ""));

@@ -54,13 +54,13 @@ class DashboardTest {
         testKit.shutdownTestKit();
     }
 
-    private static InVmHttp http() throws InterruptedException {
+    private static LoopbackHttp http() throws InterruptedException {
         var jobs = new JobService(manager, testKit.system().scheduler(), new ScriptedJobFactory(), factoryCalls,
                 Duration.ofSeconds(10));
-        return new InVmHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, 4096, new byte[0], Duration.ZERO));
+        return new LoopbackHttp(new HttpApiInitializer(jobs, new ServerMetrics(), TOKEN, 4096, new byte[0], Duration.ZERO));
     }
 
-    private static FullHttpResponse get(InVmHttp http, String path) throws InterruptedException {
+    private static FullHttpResponse get(LoopbackHttp http, String path) throws InterruptedException {
         return http.exchange("GET " + path + " HTTP/1.1\r\nHost: x", "");
     }
 
