@@ -139,9 +139,10 @@ public final class Generation {
             }
         }
         generated[count] = token;
-        logprobs[count] = Sampler.logProbability(logits, offset, vocab, token);
+        Sampler.LogSoftmax logSoftmax = Sampler.LogSoftmax.of(logits, offset, vocab);
+        logprobs[count] = logSoftmax.at(logits[offset + token]);
         if (alternatives != null) {
-            alternatives[count] = Sampler.top(logits, offset, vocab, params.topLogprobs());
+            alternatives[count] = Sampler.top(logits, offset, vocab, params.topLogprobs(), logSoftmax);
         }
         count++;
         text = decode(tokens());

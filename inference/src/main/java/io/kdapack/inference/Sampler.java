@@ -82,8 +82,7 @@ public final class Sampler {
      * temperature), in float64.
      */
     public static double logProbability(float[] logits, int offset, int vocab, int id) {
-        double max = max(logits, offset, vocab);
-        return logits[offset + id] - max - shiftedLogSumExp(logits, offset, vocab, max);
+        return LogSoftmax.of(logits, offset, vocab).at(logits[offset + id]);
     }
 
     /**
@@ -93,6 +92,11 @@ public final class Sampler {
      * @return {@code count} ids and their log-probabilities; fewer when the vocabulary is smaller
      */
     public static Alternatives top(float[] logits, int offset, int vocab, int count) {
+        return top(logits, offset, vocab, count, LogSoftmax.of(logits, offset, vocab));
+    }
+
+    /** {@link #top} with the row's {@link LogSoftmax} already computed. */
+    static Alternatives top(float[] logits, int offset, int vocab, int count, LogSoftmax logSoftmax) {
         int n = Math.min(count, vocab);
         int[] ids = new int[n];
         int found = 0;
@@ -109,11 +113,9 @@ public final class Sampler {
                 found = Math.min(found + 1, n);
             }
         }
-        double max = max(logits, offset, vocab);
-        double logSum = shiftedLogSumExp(logits, offset, vocab, max);
         double[] logprobs = new double[n];
         for (int i = 0; i < n; i++) {
-            logprobs[i] = logits[offset + ids[i]] - max - logSum;
+            logprobs[i] = logSoftmax.at(logits[offset + ids[i]]);
         }
         return new Alternatives(ids, logprobs);
     }
@@ -122,20 +124,26 @@ public final class Sampler {
     public record Alternatives(int[] ids, double[] logprobs) {
     }
 
-    private static double max(float[] logits, int offset, int vocab) {
-        double max = Double.NEGATIVE_INFINITY;
-        for (int i = 0; i < vocab; i++) {
-            max = Math.max(max, logits[offset + i]);
+    /**
+     * A row's log-softmax at temperature 1, in float64: its max and {@code ln Σ exp(logit − max)}, kept apart so that no
+     * rounding joins them; {@link #at} gives {@code ln p} of a logit. Computed once per row for the chosen token and its
+     * alternatives.
+     */
+    record LogSoftmax(double max, double shiftedLogSum) {
+        static LogSoftmax of(float[] logits, int offset, int vocab) {
+            double max = Double.NEGATIVE_INFINITY;
+            for (int i = 0; i < vocab; i++) {
+                max = Math.max(max, logits[offset + i]);
+            }
+            double sum = 0;
+            for (int i = 0; i < vocab; i++) {
+                sum += Math.exp(logits[offset + i] - max);
+            }
+            return new LogSoftmax(max, Math.log(sum));
         }
-        return max;
-    }
 
-    /** {@code ln Σ exp(logit − max)}: the log-sum-exp less {@code max}, kept apart so that no rounding joins them. */
-    private static double shiftedLogSumExp(float[] logits, int offset, int vocab, double max) {
-        double sum = 0;
-        for (int i = 0; i < vocab; i++) {
-            sum += Math.exp(logits[offset + i] - max);
+        double at(float logit) {
+            return logit - max - shiftedLogSum;
         }
-        return Math.log(sum);
     }
 }

@@ -20,6 +20,7 @@ import io.kdapack.data.gpt.DatasetSplit;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -364,17 +365,19 @@ public final class Trainer implements AutoCloseable {
                 float[] sum = blockSums[p];
                 float[] g = parameters.get(p).grads();
                 Parallel.forBlocks(g.length, FOLD_BLOCK, (from, to) -> {
-                    for (int i = from; i < to; i++) {
-                        if (block == 0) {
-                            sum[i] = g[i];
-                        } else if (block < blocks - 1) {
+                    if (block == 0) {
+                        System.arraycopy(g, from, sum, from, to - from);
+                    } else if (block < blocks - 1) {
+                        for (int i = from; i < to; i++) {
                             sum[i] += g[i];
-                        } else {
+                        }
+                    } else {
+                        for (int i = from; i < to; i++) {
                             g[i] = sum[i] + g[i];
                         }
-                        if (block < blocks - 1) {
-                            g[i] = 0f;
-                        }
+                    }
+                    if (block < blocks - 1) {
+                        Arrays.fill(g, from, to, 0f);
                     }
                 });
             }

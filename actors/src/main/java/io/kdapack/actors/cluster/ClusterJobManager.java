@@ -397,8 +397,12 @@ public final class ClusterJobManager extends AbstractBehavior<Object> {
     /** Whether this member's failure detector has {@code worker}'s member unreachable. */
     private boolean unreachable(ActorRef<WorkerAgent.Command> worker) {
         Address address = worker.path().address();
-        return address.hasGlobalScope() && cluster.state().getUnreachable().stream()
-                .anyMatch(member -> member.address().equals(address));
+        return address.hasGlobalScope() && unreachable(cluster, address);
+    }
+
+    /** Whether {@code cluster}'s failure detector (this member's) has the member at {@code address} unreachable. */
+    static boolean unreachable(Cluster cluster, Address address) {
+        return cluster.state().getUnreachable().stream().anyMatch(member -> member.address().equals(address));
     }
 
     private static boolean leftForGood(Member member) {

@@ -3,6 +3,7 @@ package io.kdapack.actors.cluster;
 import io.kdapack.actors.events.EndEvent;
 import io.kdapack.actors.events.EventJournal;
 import io.kdapack.actors.events.StepEvent;
+import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import java.io.IOException;
@@ -214,7 +215,7 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
             return this;
         }
         if (purging.containsKey(id)) {
-            submit.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is being purged", null)));
+            submit.replyTo().tell(RunReply.refused(new RunRefused(409, JobManager.beingPurged(id), null)));
             return this;
         }
         List<ActorRef<WorkerAgent.Command>> chosen;
@@ -251,13 +252,12 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         String id = purge.jobId();
         Placement placement = placements.get(id);
         if (starting.contains(id) || placement != null && placement.active()) {
-            purge.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is "
-                    + (starting.contains(id) ? "being started" : placement.known().state().name().toLowerCase())
-                    + ": cancel it first (DELETE /v1/jobs/" + id + ") and purge it once it has ended", null)));
+            purge.replyTo().tell(RunReply.refused(new RunRefused(409, JobManager.notPurgedWhile(id,
+                    starting.contains(id) ? "being started" : placement.known().state().name().toLowerCase()), null)));
             return this;
         }
         if (purging.containsKey(id)) {
-            purge.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is being purged", null)));
+            purge.replyTo().tell(RunReply.refused(new RunRefused(409, JobManager.beingPurged(id), null)));
             return this;
         }
         if (placement == null || placement.lost()) {
@@ -270,7 +270,7 @@ public final class JobDirectory extends AbstractBehavior<JobDirectory.Command> {
         // Rank 0's worker keeps the job's status (a data-parallel run's too); the other ranks keep none once ended.
         ActorRef<WorkerAgent.Command> worker = placement.workers().getFirst();
         Address member = address(worker);
-        if (cluster.state().getUnreachable().stream().anyMatch(m -> m.address().equals(member))) {
+        if (ClusterJobManager.unreachable(cluster, member)) {
             purge.replyTo().tell(RunReply.refused(new RunRefused(503, "job " + id + " was not purged: its worker "
                     + member + " is unreachable; retry once it is reachable again, or once it has been removed from the"
                     + " cluster", null)));

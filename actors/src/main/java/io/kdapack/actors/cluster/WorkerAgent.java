@@ -277,8 +277,7 @@ public final class WorkerAgent extends AbstractBehavior<WorkerAgent.Command> {
     private Behavior<Command> onPurgeRun(PurgeRun purge) {
         String id = purge.jobId();
         if (parallelRuns.containsKey(id)) {
-            purge.replyTo().tell(RunReply.refused(new RunRefused(409, "job " + id + " is running: cancel it first "
-                    + "(DELETE /v1/jobs/" + id + ") and purge it once it has ended", null)));
+            purge.replyTo().tell(RunReply.refused(new RunRefused(409, JobManager.notPurgedWhile(id, "running"), null)));
             return this;
         }
         // A data-parallel run's status is this agent's: forgotten here, its files removed by the local purge.

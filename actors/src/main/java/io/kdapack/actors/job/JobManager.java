@@ -8,17 +8,21 @@ import io.kdapack.training.pipeline.BatchLoss;
 import io.kdapack.training.pipeline.MemoryEstimate;
 import io.kdapack.training.pipeline.PipelineSettings;
 import io.kdapack.training.pipeline.TrainingBackend;
+import io.kdapack.training.pipeline.WeightSnapshot;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Queue;
+import java.util.Set;
 import java.util.regex.Pattern;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -97,12 +101,12 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     }
 
     /**
-     * A copy of a running job's weights as of a step boundary, or {@link io.kdapack.training.pipeline.WeightSnapshot#unchanged}
+     * A copy of a running job's weights as of a step boundary, or {@link WeightSnapshot#unchanged}
      * when they are still those of {@code unlessStep} (-1: always copy); errors are {@link EvaluationRefused}
      * ({@code UNKNOWN_JOB}, {@code NOT_RUNNING}: ended, or no step applied yet).
      */
     public record SnapshotWeights(String jobId, long unlessStep,
-                                  ActorRef<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>> replyTo)
+                                  ActorRef<StatusReply<WeightSnapshot>> replyTo)
             implements Command {
     }
 
@@ -144,13 +148,13 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     }
 
     /** A job's answer to the snapshot request {@code requestId} (or the ask's failure). */
-    private record SnapshotAnswered(long requestId, StatusReply<io.kdapack.training.pipeline.WeightSnapshot> reply,
+    private record SnapshotAnswered(long requestId, StatusReply<WeightSnapshot> reply,
                                     Throwable failure) implements Command {
     }
 
     /** A snapshot request handed to a job's supervisor and not answered yet. */
     private record PendingSnapshot(String jobId,
-                                   ActorRef<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>> replyTo) {
+                                   ActorRef<StatusReply<WeightSnapshot>> replyTo) {
     }
 
     /**
@@ -188,12 +192,12 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
     private final Queue<String> finishedOrder = new ArrayDeque<>();
     private final List<ActorRef<Done>> stopWaiters = new ArrayList<>();
     /** Jobs whose files are being removed ({@link Purge}): they cannot start until {@link PurgeDone}. */
-    private final java.util.Set<String> purging = new java.util.HashSet<>();
+    private final Set<String> purging = new HashSet<>();
     /**
      * Snapshot requests in flight, by request id: a job that ends before its model takes the snapshot drops the
      * request with its stages, so they are answered when its supervisor stops.
      */
-    private final Map<Long, PendingSnapshot> pendingSnapshots = new java.util.HashMap<>();
+    private final Map<Long, PendingSnapshot> pendingSnapshots = new HashMap<>();
     private long snapshotRequests;
     private boolean shuttingDown;
     private long runs;
@@ -255,7 +259,7 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         Job existing = jobs.get(id);
         String refusal = shuttingDown ? "the server is shutting down"
                 : !JOB_ID.matcher(id).matches() ? "job id must match " + JOB_ID.pattern() + ", got '" + id + "'"
-                : purging.contains(id) ? "job " + id + " is being purged"
+                : purging.contains(id) ? beingPurged(id)
                 : existing == null ? null
                 : !existing.handle().status().state().isTerminal() ? "job " + id + " is still running"
                 : !existing.handle().status().state().isResumable() ? "job " + id + " has "
@@ -397,18 +401,30 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
         return this;
     }
 
+    /**
+     * Why job {@code id} is not purged while it is {@code state} (running, queued, being started): the 409's message,
+     * the same from a single server and from a cluster's directory and workers.
+     */
+    public static String notPurgedWhile(String id, String state) {
+        return "job " + id + " is " + state + ": cancel it first (DELETE /v1/jobs/" + id + ") and purge it once it has "
+                + "ended";
+    }
+
+    /** Why job {@code id} is neither started nor purged while its purge is under way: the 409's message. */
+    public static String beingPurged(String id) {
+        return "job " + id + " is being purged";
+    }
+
     private Behavior<Command> onPurge(Purge purge) {
         String id = purge.jobId();
         Job job = jobs.get(id);
         if (job != null && !job.handle().status().state().isTerminal()) {
-            String state = job.handle().status().state().name().toLowerCase();
-            purge.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT, "job " + id + " is "
-                    + state + ": cancel it first (DELETE /v1/jobs/" + id + ") and purge it once it has ended", null)));
+            purge.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT,
+                    notPurgedWhile(id, job.handle().status().state().name().toLowerCase()), null)));
             return this;
         }
         if (purging.contains(id)) {
-            purge.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT,
-                    "job " + id + " is being purged", null)));
+            purge.replyTo().tell(StatusReply.error(new JobRefused(JobRefused.Reason.CONFLICT, beingPurged(id), null)));
             return this;
         }
         purging.add(id);
@@ -447,8 +463,8 @@ public final class JobManager extends AbstractBehavior<JobManager.Command> {
             long requestId = ++snapshotRequests;
             pendingSnapshots.put(requestId, new PendingSnapshot(snapshot.jobId(), snapshot.replyTo()));
             @SuppressWarnings("unchecked")
-            Class<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>> replyClass =
-                    (Class<StatusReply<io.kdapack.training.pipeline.WeightSnapshot>>) (Class<?>) StatusReply.class;
+            Class<StatusReply<WeightSnapshot>> replyClass =
+                    (Class<StatusReply<WeightSnapshot>>) (Class<?>) StatusReply.class;
             getContext().ask(replyClass, job.supervisor(), SNAPSHOT_ANSWER,
                     replyTo -> new JobSupervisor.SnapshotWeights(snapshot.unlessStep(), replyTo),
                     (reply, failure) -> new SnapshotAnswered(requestId, reply, failure));

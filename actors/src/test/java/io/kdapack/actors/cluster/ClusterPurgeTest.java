@@ -24,7 +24,6 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.pattern.StatusReply;
 import org.junit.jupiter.api.Test;
@@ -53,12 +52,9 @@ class ClusterPurgeTest {
         ActorSystem<Void> api = ActorSystem.create(Behaviors.empty(), ClusterNode.SYSTEM_NAME, config("api"));
         ActorSystem<Void> worker = ActorSystem.create(Behaviors.empty(), ClusterNode.SYSTEM_NAME, config("worker"));
         try {
-            ActorRef<Topic.Command<JobEventMessage>> topic = api.systemActorOf(EventTopic.create(), "job-events",
-                    Props.empty());
-            ActorRef<JobDirectory.Command> directory = api.systemActorOf(JobDirectory.create(WAIT,
-                    id -> dir.resolve(id).resolve("events.jsonl"), topic), "job-directory", Props.empty());
-            ActorRef<JobManager.Command> manager = api.systemActorOf(ClusterJobManager.create(directory, topic,
-                    id -> dir.resolve(id).resolve("events.jsonl"), id -> 1, WAIT), "cluster-jobs", Props.empty());
+            InProcessMembers.ApiJobs apiJobs = InProcessMembers.apiJobs(api, dir, WAIT);
+            ActorRef<JobDirectory.Command> directory = apiJobs.directory();
+            ActorRef<JobManager.Command> manager = apiJobs.manager();
             ScriptedJobs jobs = new ScriptedJobs(dir);
             TestProbe<JobManager.Command> localManager = TestProbe.create(worker);
             worker.systemActorOf(WorkerAgent.create(jobs, localManager.getRef(), worker.systemActorOf(

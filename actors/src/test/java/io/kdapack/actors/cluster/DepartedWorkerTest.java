@@ -98,12 +98,9 @@ class DepartedWorkerTest {
         try {
             ActorSystem<Void> api = ActorSystem.create(Behaviors.empty(), ClusterNode.SYSTEM_NAME, config("api"));
             systems.add(api);
-            ActorRef<Topic.Command<JobEventMessage>> apiTopic = api.systemActorOf(EventTopic.create(), "job-events",
-                    Props.empty());
-            ActorRef<JobDirectory.Command> directory = api.systemActorOf(JobDirectory.create(WAIT,
-                    id -> dir.resolve(id).resolve("events.jsonl"), apiTopic), "job-directory", Props.empty());
-            ActorRef<JobManager.Command> manager = api.systemActorOf(ClusterJobManager.create(directory, apiTopic,
-                    id -> dir.resolve(id).resolve("events.jsonl"), id -> 1, WAIT), "cluster-jobs", Props.empty());
+            InProcessMembers.ApiJobs apiJobs = InProcessMembers.apiJobs(api, dir, WAIT);
+            ActorRef<JobDirectory.Command> directory = apiJobs.directory();
+            ActorRef<JobManager.Command> manager = apiJobs.manager();
             List<Worker> workers = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
                 ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), ClusterNode.SYSTEM_NAME, workerConfig());

@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import io.kdapack.actors.cluster.parallel.ExchangeSettings;
 import io.kdapack.actors.cluster.parallel.RankEvent;
 import io.kdapack.actors.cluster.parallel.RankSpec;
+import io.kdapack.actors.job.JobManager;
 import io.kdapack.actors.job.JobState;
 import io.kdapack.actors.job.JobStatus;
 import io.kdapack.config.ClusterConfig;
@@ -19,13 +20,15 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 
 /**
- * What the cluster tests that run several members in this JVM share: a member's settings, joining them, and a worker's
- * jobs scripted in memory.
+ * What the cluster tests that run several members in this JVM share: a member's settings, joining them, an api member's
+ * job control, and a worker's jobs scripted in memory.
  */
 final class InProcessMembers {
     private InProcessMembers() {
@@ -36,6 +39,11 @@ final class InProcessMembers {
      * brain resolver's {@code stableAfterMs}, Java serialization off, no JVM exit or JVM hook on shutdown.
      */
     static Config config(String role, long stableAfterMs) {
+        return config(role, stableAfterMs, ConfigFactory.empty());
+    }
+
+    /** {@link #config(String, long)} with {@code overrides} over Pekko's reference settings (and under the member's). */
+    static Config config(String role, long stableAfterMs, Config overrides) {
         ClusterConfig defaults = ClusterConfig.defaults();
         return ClusterNode.pekkoConfig(new ClusterConfig(true, "127.0.0.1", 0, List.of(), List.of(role),
                         defaults.splitBrainResolver(), stableAfterMs, defaults.failureTimeoutMs(),
@@ -46,7 +54,27 @@ final class InProcessMembers {
                         pekko.coordinated-shutdown.exit-jvm = off
                         pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
                         """))
+                .withFallback(overrides)
                 .withFallback(ConfigFactory.load());
+    }
+
+    /** An api member's job control, as {@code ClusterNode} starts it: the event topic, the job directory, the job manager. */
+    record ApiJobs(ActorRef<Topic.Command<JobEventMessage>> topic, ActorRef<JobDirectory.Command> directory,
+                   ActorRef<JobManager.Command> manager) {
+    }
+
+    /**
+     * Starts {@link ApiJobs} on {@code api}: each job's journal is {@code dir/<id>/events.jsonl}, every job has one rank,
+     * and the directory and the manager wait {@code wait} for an answer.
+     */
+    static ApiJobs apiJobs(ActorSystem<?> api, Path dir, Duration wait) {
+        ActorRef<Topic.Command<JobEventMessage>> topic = api.systemActorOf(EventTopic.create(), "job-events",
+                Props.empty());
+        ActorRef<JobDirectory.Command> directory = api.systemActorOf(JobDirectory.create(wait,
+                id -> dir.resolve(id).resolve("events.jsonl"), topic), "job-directory", Props.empty());
+        ActorRef<JobManager.Command> manager = api.systemActorOf(ClusterJobManager.create(directory, topic,
+                id -> dir.resolve(id).resolve("events.jsonl"), id -> 1, wait), "cluster-jobs", Props.empty());
+        return new ApiJobs(topic, directory, manager);
     }
 
     /** Joins {@code systems} to the first of them and waits until each sees itself {@code Up}, at most {@code wait}. */

@@ -209,18 +209,8 @@ class ParallelRunTest {
 
     /** A member's settings: the cluster's own (port 0, no seeds: joined by hand) and the gradient lane. */
     private static Config config() {
-        ClusterConfig cluster = ClusterConfig.defaults();
-        return ClusterNode.pekkoConfig(new ClusterConfig(true, "127.0.0.1", 0, List.of(), List.of("worker"),
-                        cluster.splitBrainResolver(), cluster.stableAfterMs(), cluster.failureTimeoutMs(),
-                        cluster.joinTimeoutMs()))
-                .withFallback(ConfigFactory.parseString("""
-                        pekko.loglevel = WARNING
-                        pekko.actor.allow-java-serialization = off
-                        pekko.coordinated-shutdown.exit-jvm = off
-                        pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                        kdapack.parallel.timeout = %dms
-                        """.formatted(PEER_TIMEOUT.toMillis())))
-                .withFallback(ParallelTransport.artery(1 << 20))
-                .withFallback(ConfigFactory.load());
+        return InProcessMembers.config("worker", ClusterConfig.defaults().stableAfterMs(), ConfigFactory.parseString(
+                        "kdapack.parallel.timeout = " + PEER_TIMEOUT.toMillis() + "ms")
+                .withFallback(ParallelTransport.artery(1 << 20)));
     }
 }

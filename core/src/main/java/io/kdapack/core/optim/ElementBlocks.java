@@ -1,6 +1,7 @@
 package io.kdapack.core.optim;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -38,6 +39,6 @@ final class ElementBlocks {
 
     /** Sets every gradient of {@code parameters} to zero, blocks in parallel. */
     static void zeroGradients(List<? extends NamedParameter> parameters) {
-        forEach(parameters, (p, from, to) -> java.util.Arrays.fill(p.grads(), from, to, 0f));
+        forEach(parameters, (p, from, to) -> Arrays.fill(p.grads(), from, to, 0f));
     }
 }
