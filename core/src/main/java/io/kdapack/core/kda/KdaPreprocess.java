@@ -1,16 +1,29 @@
 package io.kdapack.core.kda;
 
+import io.kdapack.core.linalg.VectorWidth;
 import java.util.Arrays;
 import java.util.function.IntConsumer;
 import java.util.function.IntFunction;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
 
 /**
  * The in-op preprocessing of architecture §2 and its backward: q/k l2 norm, the scale of q, the gate (softplus
  * or lower-bound form) and the beta sigmoid. Only tokens inside a segment are touched; padding keeps
  * zero values and zero gradients. Every {@code exp} sees an argument ≤ 0 except {@code exp(A_log)}, which is
  * a parameter and not a decay.
+ *
+ * <p>The l2 norm and the lower-bound gate, the work per element of a KDA layer's call, run on vectors: the norms'
+ * sums through {@link VectorWidth#dot}, the gate's sigmoid through the chunks' exponential ({@link ChunkMath#exp}),
+ * each scalar tail by the same operations, so results do not depend on the vector width. (They were scalar, the
+ * sigmoid in double through {@code Math.exp}: 40 % of a layer-configured call's time, more than its chunks' work
+ * besides the products.) The softplus gate and the beta sigmoid stay scalar, in double.
  */
 public final class KdaPreprocess {
+
+    private static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
+    private static final int LANES = VectorWidth.LANES;
 
     /**
      * Tokens per block of work. Blocks are fixed by the token count alone, so that the per-block sums of
@@ -147,8 +160,10 @@ public final class KdaPreprocess {
         runner.run(blocks, b -> {
             double[] dALogSum = dALogSums[b];
             double[] dDtBiasSum = dDtBiasSums[b];
+            double[] dALogTerm = gate.form == KdaOptions.Gate.LOWER_BOUND && gate.withALog ? new double[hv * kd] : null;
             float[] dqSum = new float[kd];
             float[] dkSum = new float[kd];
+            float[] slopes = new float[kd];
             for (int p = b * TOKEN_BLOCK, end = Math.min(t, p + TOKEN_BLOCK); p < end; p++) {
                 if (!inside[p]) {
                     continue;
@@ -165,9 +180,16 @@ public final class KdaPreprocess {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
                     gate.backwardRow(vh, in.g(), row * kd, dDecay, prepared.decay(), headRow * kd, rawDg,
-                            dDtBiasSum, dALogSum);
+                            dDtBiasSum, dALogSum, dALogTerm, slopes);
                     float bt = prepared.beta()[headRow];
                     rawDBeta[row] = options.betaSigmoid() ? dBeta[headRow] * bt * (1f - bt) : dBeta[headRow];
+                }
+            }
+            if (dALogTerm != null) {
+                for (int vh = 0; vh < hv; vh++) {
+                    for (int i = 0; i < kd; i++) {
+                        dALogSum[vh] += dALogTerm[vh * kd + i];
+                    }
                 }
             }
         });
@@ -260,9 +282,16 @@ public final class KdaPreprocess {
                 }
                 case LOWER_BOUND -> {
                     float a = aScale[vh];
-                    for (int i = 0; i < keyDim; i++) {
-                        float x = g[gAt + i] + dtBias[vh * keyDim + i];
-                        decay[at + i] = lowerBound * sigmoid(a * x);
+                    int bias = vh * keyDim;
+                    int i = 0;
+                    for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
+                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
+                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        sigmoid(x.mul(a)).mul(lowerBound).intoArray(decay, at + i);
+                    }
+                    for (; i < keyDim; i++) {
+                        float x = g[gAt + i] + dtBias[bias + i];
+                        decay[at + i] = lowerBound * floatSigmoid(a * x);
                     }
                 }
             }
@@ -271,10 +300,11 @@ public final class KdaPreprocess {
         /**
          * Backward of {@link #decayRow}: {@code dg[gAt + i] = dDecay[at + i] · ∂decay/∂x} with
          * {@code x = g + dt_bias}, added to {@code dDtBiasSum[vh·K + i]}, and {@code dDecay · ∂decay/∂A_log}
-         * added to {@code dALogSum[vh]} in i order.
+         * added to {@code dALogSum[vh]} in i order (softplus) or to {@code dALogTerm[vh·K + i]} (lower bound; the
+         * caller sums those over i). {@code slopes} is K floats of scratch.
          */
         void backwardRow(int vh, float[] g, int gAt, float[] dDecay, float[] decay, int at, float[] dg,
-                         double[] dDtBiasSum, double[] dALogSum) {
+                         double[] dDtBiasSum, double[] dALogSum, double[] dALogTerm, float[] slopes) {
             switch (form) {
                 case NONE -> System.arraycopy(dDecay, at, dg, gAt, keyDim);
                 case SOFTPLUS -> {
@@ -291,15 +321,29 @@ public final class KdaPreprocess {
                 }
                 case LOWER_BOUND -> {
                     float a = aScale[vh];
-                    for (int i = 0; i < keyDim; i++) {
-                        float dDecayE = dDecay[at + i];
-                        float x = g[gAt + i] + dtBias[vh * keyDim + i];
-                        float sig = sigmoid(a * x);
-                        float dx = dDecayE * (lowerBound * sig * (1f - sig) * a);
-                        dg[gAt + i] = dx;
-                        dDtBiasSum[vh * keyDim + i] += dx;
-                        if (withALog) {
-                            dALogSum[vh] += (double) dDecayE * ((double) lowerBound * sig * (1f - sig) * a * x);
+                    int bias = vh * keyDim;
+                    // The float part on vectors (dg, and the sigmoids' slopes kept for the sums), then the double sums.
+                    int i = 0;
+                    for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
+                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
+                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        FloatVector slope = sigmoidSlope(x.mul(a));
+                        slope.intoArray(slopes, i);
+                        FloatVector.fromArray(SPECIES, dDecay, at + i).mul(slope.mul(lowerBound).mul(a))
+                                .intoArray(dg, gAt + i);
+                    }
+                    for (; i < keyDim; i++) {
+                        float slope = floatSigmoidSlope(a * (g[gAt + i] + dtBias[bias + i]));
+                        slopes[i] = slope;
+                        dg[gAt + i] = dDecay[at + i] * (slope * lowerBound * a);
+                    }
+                    for (i = 0; i < keyDim; i++) {
+                        dDtBiasSum[bias + i] += dg[gAt + i];
+                    }
+                    if (withALog) {
+                        for (i = 0; i < keyDim; i++) {
+                            float x = g[gAt + i] + dtBias[bias + i];
+                            dALogTerm[bias + i] += (double) dDecay[at + i] * ((double) lowerBound * slopes[i] * a * x);
                         }
                     }
                 }
@@ -312,17 +356,12 @@ public final class KdaPreprocess {
         int base = row * dim;
         float factor = scale;
         if (norms != null) {
-            double sumSq = 0;
-            for (int i = 0; i < dim; i++) {
-                sumSq += (double) raw[base + i] * raw[base + i];
-            }
-            float norm = (float) Math.sqrt(sumSq + KdaOptions.L2NORM_EPS);
+            float sumSq = VectorWidth.dot(dim, raw, base, raw, base);
+            float norm = (float) Math.sqrt((double) sumSq + KdaOptions.L2NORM_EPS);
             norms[row] = norm;
             factor = scale / norm;
         }
-        for (int i = 0; i < dim; i++) {
-            out[at + i] = raw[base + i] * factor;
-        }
+        ChunkMath.scale(dim, factor, raw, base, out, at);
     }
 
     /**
@@ -333,19 +372,19 @@ public final class KdaPreprocess {
                                    int dim, float scale) {
         int base = row * dim;
         if (norms == null) {
-            for (int i = 0; i < dim; i++) {
-                dRaw[base + i] = dPrepared[i] * scale;
-            }
+            ChunkMath.scale(dim, scale, dPrepared, 0, dRaw, base);
             return;
         }
         // With prepared = scale·y the gradient of y is dy = scale·dPrepared, and y·dy = prepared·dPrepared.
-        double dot = 0;
-        for (int i = 0; i < dim; i++) {
-            dot += (double) prepared[at + i] * dPrepared[i];
-        }
+        float yTimesDot = VectorWidth.dot(dim, prepared, at, dPrepared, 0) / scale;
         float norm = norms[row];
-        float yTimesDot = (float) (dot / scale);
-        for (int i = 0; i < dim; i++) {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(dim); i < bound; i += LANES) {
+            FloatVector.fromArray(SPECIES, dPrepared, i).mul(scale)
+                    .sub(FloatVector.fromArray(SPECIES, prepared, at + i).mul(yTimesDot)).div(norm)
+                    .intoArray(dRaw, base + i);
+        }
+        for (; i < dim; i++) {
             dRaw[base + i] = (scale * dPrepared[i] - prepared[at + i] * yTimesDot) / norm;
         }
     }
@@ -363,6 +402,40 @@ public final class KdaPreprocess {
      */
     private static double log1p(double y) {
         return y < 1e-4 ? y * (1 - y * (0.5 - y / 3)) : Math.log(1 + y);
+    }
+
+    /**
+     * {@code 1 / (1 + exp(−y))} in float with the exponent always ≤ 0: {@code e = exp(−|y|)} by the chunks'
+     * exponential, then {@code 1 / (1 + e)} for {@code y ≥ 0} and {@code e / (1 + e)} below.
+     */
+    static FloatVector sigmoid(FloatVector y) {
+        FloatVector e = ChunkMath.exp(y.abs().neg());
+        FloatVector one = FloatVector.broadcast(SPECIES, 1f);
+        return one.blend(e, y.compare(VectorOperators.LT, 0f)).div(one.add(e));
+    }
+
+    /** {@link #sigmoid(FloatVector)} of one float, by the same operations: the scalar tails' sigmoid. */
+    static float floatSigmoid(float y) {
+        float e = ChunkMath.exp(-Math.abs(y));
+        return (y < 0f ? e : 1f) / (1f + e);
+    }
+
+    /**
+     * The sigmoid's derivative {@code σ(y)·(1 − σ(y)) = e / (1 + e)²} with {@code e = exp(−|y|)}: no {@code 1 − σ}
+     * formed, which loses the digits of σ where it nears 1 (the lower-bound gate's A_log gradient is a sum of such
+     * terms).
+     */
+    static FloatVector sigmoidSlope(FloatVector y) {
+        FloatVector e = ChunkMath.exp(y.abs().neg());
+        FloatVector onePlusE = e.add(1f);
+        return e.div(onePlusE.mul(onePlusE));
+    }
+
+    /** {@link #sigmoidSlope(FloatVector)} of one float, by the same operations. */
+    static float floatSigmoidSlope(float y) {
+        float e = ChunkMath.exp(-Math.abs(y));
+        float onePlusE = e + 1f;
+        return e / (onePlusE * onePlusE);
     }
 
     /** {@code 1 / (1 + exp(−x))} with the exponent always ≤ 0. */
