@@ -28,6 +28,11 @@ import java.util.Random;
  * upstream gradient of the final states and returns the initial states' gradients. The unpacked run is the same
  * tokens as one document, in the same case (one initial and one final state).
  *
+ * <p>By default the op is called plain ({@link KdaOptions#plain()}, on unit q/k rows and logsigmoid gates, like the
+ * golden files); with {@code layer} it is called with the options of the default model's KDA layers
+ * ({@link #LAYER_OPTIONS}: in-op l2 norm of q and k, the lower-bound gate with A_log and dt_bias, the beta
+ * sigmoid) on raw inputs, so that the preprocessing is timed too. Its work is not in the flop count.
+ *
  * <p>Flop count ({@link #chunkedFlops}): per chunk of {@code L} tokens and per value head, the operations the
  * chunked algorithm performs, a multiply-add counting 2, an addition or multiplication 1, an exponential 1
  * — see {@link KdaChunk}:
@@ -54,7 +59,7 @@ public final class KdaBenchmark {
 
     /** Benchmark shape. */
     public record Config(int tokens, int heads, int valueHeads, int keyDim, int valueDim, int docs, boolean states,
-                         int threads, int warmUp, int repeats) {
+                         boolean layer, int threads, int warmUp, int repeats) {
         public Config {
             if (tokens < 1 || heads < 1 || valueHeads < 1 || keyDim < 1 || valueDim < 1 || threads < 1
                     || warmUp < 0 || repeats < 1) {
@@ -68,6 +73,9 @@ public final class KdaBenchmark {
             }
         }
     }
+
+    /** The options of the default model's KDA layers (KimiDeltaAttention with {@code model.kda.lower_bound} −0.01). */
+    static final KdaOptions LAYER_OPTIONS = KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, -0.01f);
 
     private KdaBenchmark() {
     }
@@ -105,6 +113,7 @@ public final class KdaBenchmark {
         out.put("V", c.valueDim());
         out.put("docs", c.docs());
         out.put("case", c.states() ? "states" : "training");
+        out.put("options", c.layer() ? "layer" : "plain");
         out.put("threads", c.threads());
         out.put("fwd_tokens_per_s", c.tokens() / fwdPacked);
         out.put("fwd_bwd_tokens_per_s", c.tokens() / fwdBwdPacked);
@@ -155,29 +164,35 @@ public final class KdaBenchmark {
     }
 
     /**
-     * Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)); with states, standard normal
-     * initial states and upstream gradients of the final states.
+     * Inputs drawn like the golden files (unit q/k, logsigmoid gates, beta in (0,1)), or for the layer options raw
+     * (standard normal q, k, gates, beta logits and dt_bias, A_log 0); with states, standard normal initial states
+     * and upstream gradients of the final states.
      */
-    private record Problem(KdaInputs inputs, float[] dO, float[] dHt, boolean states) {
+    private record Problem(KdaInputs inputs, KdaOptions options, float[] dO, float[] dHt, boolean states) {
 
         static Problem draw(Random rnd, Segments s, Config c) {
             int t = s.tokens();
-            float[] q = unitRows(rnd, t * c.heads(), c.keyDim());
-            float[] k = unitRows(rnd, t * c.heads(), c.keyDim());
+            float[] q = c.layer() ? normal(rnd, t * c.heads() * c.keyDim()) : unitRows(rnd, t * c.heads(), c.keyDim());
+            float[] k = c.layer() ? normal(rnd, t * c.heads() * c.keyDim()) : unitRows(rnd, t * c.heads(), c.keyDim());
             float[] v = normal(rnd, t * c.valueHeads() * c.valueDim());
             float[] g = normal(rnd, t * c.valueHeads() * c.keyDim());
-            for (int i = 0; i < g.length; i++) {
-                g[i] = (float) -KdaPreprocess.softplus(-g[i]);
-            }
             float[] beta = normal(rnd, t * c.valueHeads());
-            for (int i = 0; i < beta.length; i++) {
-                beta[i] = KdaPreprocess.sigmoid(beta[i]);
+            if (!c.layer()) {
+                for (int i = 0; i < g.length; i++) {
+                    g[i] = (float) -KdaPreprocess.softplus(-g[i]);
+                }
+                for (int i = 0; i < beta.length; i++) {
+                    beta[i] = KdaPreprocess.sigmoid(beta[i]);
+                }
             }
+            float[] aLog = c.layer() ? new float[c.valueHeads()] : null;
+            float[] dtBias = c.layer() ? normal(rnd, c.valueHeads() * c.keyDim()) : null;
             int stateSize = s.count() * c.valueHeads() * c.keyDim() * c.valueDim();
             float[] h0 = c.states() ? normal(rnd, stateSize) : null;
             KdaInputs in = new KdaInputs(s, c.heads(), c.valueHeads(), c.keyDim(), c.valueDim(), q, k, v, g, beta,
-                    null, null, h0);
-            return new Problem(in, normal(rnd, v.length), c.states() ? normal(rnd, stateSize) : null, c.states());
+                    aLog, dtBias, h0);
+            return new Problem(in, c.layer() ? LAYER_OPTIONS : KdaOptions.plain(), normal(rnd, v.length),
+                    c.states() ? normal(rnd, stateSize) : null, c.states());
         }
 
         /** The same tokens over other segments, with states of their own when the case has them. */
@@ -186,17 +201,17 @@ public final class KdaBenchmark {
             int stateSize = s.count() * c.valueHeads() * c.keyDim() * c.valueDim();
             Random rnd = new Random(2027);
             KdaInputs in = new KdaInputs(s, i.heads(), i.valueHeads(), i.keyDim(), i.valueDim(), i.q(), i.k(), i.v(),
-                    i.g(), i.beta(), null, null, states ? normal(rnd, stateSize) : null);
-            return new Problem(in, dO, states ? normal(rnd, stateSize) : null, states);
+                    i.g(), i.beta(), i.aLog(), i.dtBias(), states ? normal(rnd, stateSize) : null);
+            return new Problem(in, options, dO, states ? normal(rnd, stateSize) : null, states);
         }
 
         void forward(KdaBackend backend) {
-            backend.forward(inputs, KdaOptions.plain(), states);
+            backend.forward(inputs, options, states);
         }
 
         /** A training step's pair: the forward that keeps its tape, then the backward through it. */
         void forwardBackward(KdaBackend backend) {
-            backend.backward(backend.forwardForBackward(inputs, KdaOptions.plain(), states), dO, dHt);
+            backend.backward(backend.forwardForBackward(inputs, options, states), dO, dHt);
         }
 
         private static float[] normal(Random rnd, int n) {

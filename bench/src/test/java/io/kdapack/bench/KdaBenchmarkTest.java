@@ -7,14 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** {@code bench kda} on a tiny problem: both cases run and report what they timed. */
+/** {@code bench kda} on a tiny problem: both cases, with either options, run and report what they timed. */
 class KdaBenchmarkTest {
 
     @Test
     void trainingAndStatesCasesRunAndSayWhichTheyAre() {
         for (boolean states : new boolean[] {false, true}) {
-            Map<String, Object> out = KdaBenchmark.run(new KdaBenchmark.Config(150, 1, 2, 8, 8, 7, states, 1, 0, 1));
+            boolean layer = states; // each case once, each options once
+            Map<String, Object> out = KdaBenchmark.run(new KdaBenchmark.Config(150, 1, 2, 8, 8, 7, states, layer, 1, 0,
+                    1));
             assertEquals(states ? "states" : "training", out.get("case"));
+            assertEquals(layer ? "layer" : "plain", out.get("options"));
             assertEquals(7, out.get("docs"));
             for (String key : new String[] {"fwd_bwd_ms", "unpacked_fwd_bwd_ms", "packed_over_unpacked", "gflops",
                     "matmul_gflops"}) {
@@ -27,7 +30,7 @@ class KdaBenchmarkTest {
     @Test
     void moreDocumentsThanTokensIsRefused() {
         var e = assertThrows(IllegalArgumentException.class,
-                () -> new KdaBenchmark.Config(10, 1, 1, 8, 8, 11, false, 1, 0, 1));
+                () -> new KdaBenchmark.Config(10, 1, 1, 8, 8, 11, false, false, 1, 0, 1));
         assertTrue(e.getMessage().contains("docs must be in [1, T = 10], got 11"), e.getMessage());
     }
 }

@@ -38,6 +38,10 @@ public final class KdaBenchCommand implements Callable<Integer> {
             + "prefill case); default: the training case, without them.")
     boolean states;
 
+    @Option(names = "--layer-options", description = "Call the op as the default model's KDA layers do (in-op l2 norm, "
+            + "lower-bound gate, beta sigmoid), timing the preprocessing too; default: the plain op.")
+    boolean layerOptions;
+
     @Mixin
     ThreadsOption threads;
 
@@ -47,7 +51,7 @@ public final class KdaBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         KdaBenchmark.Config config = new KdaBenchmark.Config(tokens, heads, valueHeads == null ? heads : valueHeads,
-                keyDim, valueDim, docs, states, threads.count(),
+                keyDim, valueDim, docs, states, layerOptions, threads.count(),
                 timing.warmUp, timing.repeats(7));
         System.out.println(new ObjectMapper().writeValueAsString(KdaBenchmark.run(config)));
         return 0;
