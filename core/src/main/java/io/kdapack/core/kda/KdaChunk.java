@@ -307,8 +307,7 @@ public final class KdaChunk {
             scale(vd, beta, dVb, r * vd, grads.dv(), dOff + r * vd);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
-        pairs.backward(s.q(), s.k(), s.g(), first, len, docs.rowStart, dAQK, dA, grads.dq(), grads.dk(), dGamma,
-                p.pairFactors, p.factoredBlocks);
+        pairs.backward(s.q(), s.k(), s.g(), first, len, docs.rowStart, dAQK, dA, grads.dq(), grads.dk(), dGamma);
         elementwiseBackward(first, len, docs, grads);
         // dg_t = Σ dΓ_r over the rows r ≥ t of t's document in the chunk, summed in double: the terms cancel heavily.
         for (int j = docs.count - 1; j >= 0; j--) {
@@ -364,7 +363,7 @@ public final class KdaChunk {
         multiply(len * kd, s.q(), first * kd, p.expPrefix, 0, p.qg, 0);
         multiply(len * kd, s.k(), first * kd, p.expPrefix, 0, p.kg, 0);
         multiply(len * kd, s.k(), first * kd, p.expSuffix, 0, p.kDecayed, 0);
-        pairs.forward(s.q(), s.k(), s.g(), first, len, docs.rowStart, p.aQK, p.pairKK, p.pairFactors, p.factoredBlocks);
+        pairs.forward(s.q(), s.k(), s.g(), first, len, docs.rowStart, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);
@@ -558,9 +557,6 @@ public final class KdaChunk {
         final float[] w;
         final float[] u;
         final float[] vNew;
-        /** The decay factors of the pair products ({@link PairwiseDecay}), and which blocks are factored. */
-        final float[] pairFactors;
-        final boolean[] factoredBlocks;
 
         Intermediates(int kd, int vd) {
             this.kd = kd;
@@ -577,13 +573,11 @@ public final class KdaChunk {
             w = new float[SIZE * kd];
             u = new float[SIZE * vd];
             vNew = new float[SIZE * vd];
-            pairFactors = new float[PairwiseDecay.factorFloats(kd)];
-            factoredBlocks = new boolean[SIZE / PairwiseDecay.BLOCK];
         }
 
         /** Floats held for key dim {@code kd} and value dim {@code vd}. */
         static long floats(int kd, int vd) {
-            return 3L * SIZE * SIZE + 6L * SIZE * kd + kd + 2L * SIZE * vd + PairwiseDecay.factorFloats(kd);
+            return 3L * SIZE * SIZE + 6L * SIZE * kd + kd + 2L * SIZE * vd;
         }
     }
 }

@@ -20,11 +20,6 @@ import jdk.incubator.vector.VectorSpecies;
  * decay inside a block stays within {@link #FACTOR_RANGE}, its diagonal block uses the same anchor (column
  * factors {@code exp(Γ_a − Γ_c) ≥ 1}, still finite) and joins the product, masked to its lower triangle, so
  * the pair-by-pair exponentials are only paid for strongly decaying blocks.
- *
- * <p>The factors' exponentials are formed once, in the forward, into the chunk's intermediates
- * ({@code factors}, {@link #factorFloats} floats; {@code factored}, one flag a block), and the backward reads them
- * there: the rows' decays to their block's anchor, {@code rowDecay_r} at {@code r·K}, then block j's columns' decays
- * from its anchor, {@code colDecay_c} at {@code (64 + 32·j(j+1)/2 + c)·K}.
  */
 final class PairwiseDecay {
 
@@ -40,6 +35,8 @@ final class PairwiseDecay {
 
     private final int kd;
     private final float[] run;
+    private final float[] rowDecay;
+    private final float[] colDecay;
     private final float[] qRow;
     private final float[] kRow;
     private final float[] kCol;
@@ -52,6 +49,8 @@ final class PairwiseDecay {
     PairwiseDecay(int keyDim) {
         kd = keyDim;
         run = new float[kd];
+        rowDecay = new float[BLOCK * kd];
+        colDecay = new float[SIZE * kd];
         qRow = new float[BLOCK * kd];
         kRow = new float[BLOCK * kd];
         kCol = new float[SIZE * kd];
@@ -62,39 +61,21 @@ final class PairwiseDecay {
         transposed = new float[SIZE * kd];
     }
 
-    /** Floats of one chunk's factors: every row's decay, and the columns' decays of each block. */
-    static int factorFloats(int keyDim) {
-        return (SIZE + columnsBefore(SIZE / BLOCK)) * keyDim;
-    }
-
-    /** {@code factors} offset of block {@code a}'s column decays (block rows at a, a multiple of {@value #BLOCK}). */
-    private int columnsAt(int a) {
-        return (SIZE + columnsBefore(a / BLOCK)) * kd;
-    }
-
-    /** The column decays held by the blocks before block j: block i has {@code (i + 1)·BLOCK} columns. */
-    private static int columnsBefore(int j) {
-        return BLOCK * j * (j + 1) / 2;
-    }
-
     /**
      * Fills {@code aQK[r·64 + c]} for {@code c ≤ r} and {@code pKK[r·64 + c]} for {@code c < r} (diagonal 0)
      * for the chunk of rows {@code first … first+len−1} of {@code q, k, g [L,K]}, zero for the pairs of rows of
-     * different documents ({@code c < rowStart[r]}, the local first row of r's document); the decay factors go to
-     * {@code factors} and {@code factored} (see the class comment) for {@link #backward}.
+     * different documents ({@code c < rowStart[r]}, the local first row of r's document).
      */
-    void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] aQK, float[] pKK,
-                 float[] factors, boolean[] factored) {
+    void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] aQK, float[] pKK) {
         for (int a = 0; a < len; a += BLOCK) {
             int b = Math.min(BLOCK, len - a);
-            factored[a / BLOCK] = anchorFactors(q, k, g, first, a, b, factors);
-            boolean blockFactored = factored[a / BLOCK];
-            if (!blockFactored) {
+            boolean factored = anchorFactors(q, k, g, first, a, b);
+            if (!factored) {
                 for (int r = a; r < a + b; r++) {
                     diagonalRowForward(q, k, g, first, a, Math.max(a, rowStart[r]), r, aQK, pKK);
                 }
             }
-            int cols = blockFactored ? a + b : a;
+            int cols = factored ? a + b : a;
             if (cols > 0) {
                 // Whole column tiles: the columns past cols (stale rows of kCol) land above the diagonal, where
                 // aQK and P are zeroed or never read.
@@ -104,7 +85,7 @@ final class PairwiseDecay {
                 ChunkMath.matmul(false, b, width, kd, 1f, kRow, 0, kd, transposed, 0, width, 0f, pKK, a * SIZE, SIZE);
             }
             for (int r = a; r < a + b; r++) {
-                if (blockFactored) {
+                if (factored) {
                     Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
                     Arrays.fill(pKK, r * SIZE + r, r * SIZE + a + b, 0f);
                 }
@@ -118,20 +99,13 @@ final class PairwiseDecay {
     /**
      * Adds the gradients of q, k ({@code [L,K]}, rows of the chunk) and of the gate cumsum
      * ({@code dGamma [len,K]}) given {@code dAQK} ({@code c ≤ r}) and {@code dP} ({@code c < r}), both zero for
-     * the pairs of rows of different documents ({@code c < rowStart[r]}), and the factors {@link #forward} formed.
+     * the pairs of rows of different documents ({@code c < rowStart[r]}).
      */
     void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] dAQK, float[] dP,
-                  float[] dq, float[] dk, float[] dGamma, float[] factors, boolean[] factoredBlocks) {
+                  float[] dq, float[] dk, float[] dGamma) {
         for (int a = 0; a < len; a += BLOCK) {
             int b = Math.min(BLOCK, len - a);
-            boolean factored = factoredBlocks[a / BLOCK];
-            int cols = factored ? a + b : a;
-            if (cols > 0) {
-                // The decayed rows and columns again, from the decays (the same products as anchorFactors').
-                ChunkMath.multiply(b * kd, q, (first + a) * kd, factors, a * kd, qRow, 0);
-                ChunkMath.multiply(b * kd, k, (first + a) * kd, factors, a * kd, kRow, 0);
-                ChunkMath.multiply(cols * kd, k, first * kd, factors, columnsAt(a), kCol, 0);
-            }
+            boolean factored = anchorFactors(q, k, g, first, a, b);
             if (factored) {
                 // The diagonal block joins the products: only its lower triangle may contribute.
                 for (int r = a; r < a + b; r++) {
@@ -143,27 +117,28 @@ final class PairwiseDecay {
                     diagonalRowBackward(q, k, g, first, Math.max(a, rowStart[r]), r, dAQK, dP, dq, dk, dGamma);
                 }
             }
+            int cols = factored ? a + b : a;
             if (cols > 0) {
                 // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (the columns).
                 ChunkMath.matmul(false, b, kd, cols, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
                 ChunkMath.matmul(false, b, kd, cols, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
                 ChunkMath.matmul(true, cols, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
                 ChunkMath.matmul(true, cols, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
-                rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd, factors, a * kd);
-                columnsBackward(cols * kd, k, first * kd, dk, dGamma, factors, columnsAt(a));
+                rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
+                columnsBackward(cols * kd, k, first * kd, dk, dGamma);
             }
         }
     }
 
     /**
      * The block rows' share, flat over their {@code n = b·K} contiguous entries: {@code dx = dx̃ ⊙ rowDecay}
-     * ({@code rowDecay} from {@code decays[at]}) added to dq and dk, {@code dΓ += q ⊙ dx_q + k ⊙ dx_k}.
+     * added to dq and dk, {@code dΓ += q ⊙ dx_q + k ⊙ dx_k}.
      */
     private void rowsBackward(int n, float[] q, float[] k, int row, float[] dq, float[] dk, float[] dGamma,
-                              int gammaRow, float[] decays, int at) {
+                              int gammaRow) {
         int i = 0;
         for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
-            FloatVector decay = FloatVector.fromArray(SPECIES, decays, at + i);
+            FloatVector decay = FloatVector.fromArray(SPECIES, rowDecay, i);
             FloatVector dxq = FloatVector.fromArray(SPECIES, dqRow, i).mul(decay);
             FloatVector dxk = FloatVector.fromArray(SPECIES, dkRow, i).mul(decay);
             dxq.add(FloatVector.fromArray(SPECIES, dq, row + i)).intoArray(dq, row + i);
@@ -174,8 +149,8 @@ final class PairwiseDecay {
                     .intoArray(dGamma, gammaRow + i);
         }
         for (; i < n; i++) {
-            float dxq = dqRow[i] * decays[at + i];
-            float dxk = dkRow[i] * decays[at + i];
+            float dxq = dqRow[i] * rowDecay[i];
+            float dxk = dkRow[i] * rowDecay[i];
             dq[row + i] += dxq;
             dk[row + i] += dxk;
             dGamma[gammaRow + i] += q[row + i] * dxq + k[row + i] * dxk;
@@ -184,19 +159,18 @@ final class PairwiseDecay {
 
     /**
      * The columns' share, flat over their {@code n = cols·K} contiguous entries from the chunk start:
-     * {@code dy = dỹ ⊙ colDecay} ({@code colDecay} from {@code decays[at]}) added to dk, {@code dΓ −= k ⊙ dy}.
+     * {@code dy = dỹ ⊙ colDecay} added to dk, {@code dΓ −= k ⊙ dy}.
      */
-    private void columnsBackward(int n, float[] k, int row, float[] dk, float[] dGamma, float[] decays, int at) {
+    private void columnsBackward(int n, float[] k, int row, float[] dk, float[] dGamma) {
         int i = 0;
         for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
-            FloatVector dy = FloatVector.fromArray(SPECIES, dkCol, i)
-                    .mul(FloatVector.fromArray(SPECIES, decays, at + i));
+            FloatVector dy = FloatVector.fromArray(SPECIES, dkCol, i).mul(FloatVector.fromArray(SPECIES, colDecay, i));
             dy.add(FloatVector.fromArray(SPECIES, dk, row + i)).intoArray(dk, row + i);
             FloatVector.fromArray(SPECIES, k, row + i).neg().fma(dy, FloatVector.fromArray(SPECIES, dGamma, i))
                     .intoArray(dGamma, i);
         }
         for (; i < n; i++) {
-            float dy = dkCol[i] * decays[at + i];
+            float dy = dkCol[i] * colDecay[i];
             dk[row + i] += dy;
             dGamma[i] = Math.fma(-k[row + i], dy, dGamma[i]);
         }
@@ -204,38 +178,36 @@ final class PairwiseDecay {
 
     /**
      * For the block of {@code b} rows at {@code a}: {@code rowDecay_r = exp(Γ_r − Γ_a)}, {@code qRow}, {@code kRow}
-     * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c < a}, {@code kCol} = k times it; the
-     * decays into {@code factors} (class comment).
+     * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c < a}, {@code kCol} = k times it.
      * When every {@code |Γ_r − Γ_a|} of the block is at most {@value #FACTOR_RANGE} (returns true), the
      * columns of the block itself follow too ({@code colDecay_c = exp(Γ_a − Γ_c) ≥ 1} for {@code c ≥ a}, no
      * overflow and no underflow), so the diagonal block factors like the others; otherwise (strong decay,
      * returns false) it is left to the pairwise running sums.
      */
-    private boolean anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b, float[] factors) {
+    private boolean anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b) {
         Arrays.fill(run, 0f);
         boolean factored = true;
-        int columns = columnsAt(a);
         for (int r = 0; r < b; r++) {
             int row = (first + a + r) * kd;
-            boolean inRange = rowFactors(q, k, r > 0 ? g : null, row, r * kd, factors, (a + r) * kd);
+            boolean inRange = rowFactors(q, k, r > 0 ? g : null, row, r * kd);
             factored = factored && inRange;
             if (factored) {
-                columnFactors(k, null, row, (a + r) * kd, true, factors, columns);
+                columnFactors(k, null, row, (a + r) * kd, true);
             }
         }
         Arrays.fill(run, 0f);
         for (int c = a - 1; c >= 0; c--) {
-            columnFactors(k, g, (first + c) * kd, c * kd, false, factors, columns);
+            columnFactors(k, g, (first + c) * kd, c * kd, false);
         }
         return factored;
     }
 
     /**
-     * One row of the block in one pass: {@code run += g[gRow …]} (unless g is null), {@code rowDecay = exp(run)}
-     * (to {@code decays[decayAt …]}), {@code qRow}, {@code kRow} the row times it. Returns whether every
-     * {@code |run|} is within {@link #FACTOR_RANGE} (false for NaN).
+     * One row of the block in one pass: {@code run += g[gRow …]} (unless g is null), {@code rowDecay = exp(run)},
+     * {@code qRow}, {@code kRow} the row times it. Returns whether every {@code |run|} is within
+     * {@link #FACTOR_RANGE} (false for NaN).
      */
-    private boolean rowFactors(float[] q, float[] k, float[] g, int row, int at, float[] decays, int decayAt) {
+    private boolean rowFactors(float[] q, float[] k, float[] g, int row, int at) {
         boolean inRange = true;
         int i = 0;
         for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
@@ -245,7 +217,7 @@ final class PairwiseDecay {
                 runV.intoArray(run, i);
             }
             FloatVector decay = ChunkMath.exp(runV);
-            decay.intoArray(decays, decayAt + i);
+            decay.intoArray(rowDecay, at + i);
             FloatVector.fromArray(SPECIES, q, row + i).mul(decay).intoArray(qRow, at + i);
             FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kRow, at + i);
             inRange &= runV.abs().compare(VectorOperators.LE, FACTOR_RANGE).allTrue();
@@ -255,7 +227,7 @@ final class PairwiseDecay {
                 run[i] += g[row + i];
             }
             float decay = ChunkMath.exp(run[i]);
-            decays[decayAt + i] = decay;
+            rowDecay[at + i] = decay;
             qRow[at + i] = q[row + i] * decay;
             kRow[at + i] = k[row + i] * decay;
             inRange &= Math.abs(run[i]) <= FACTOR_RANGE;
@@ -264,11 +236,11 @@ final class PairwiseDecay {
     }
 
     /**
-     * One column in one pass: {@code colDecay = exp(±run)} ({@code −run} when {@code negate}; to
-     * {@code decays[columns + at …]}), after {@code run += g[row + K …]} when g is given (the gate of the next row,
-     * walking columns backwards), and {@code kCol} the column's k times it.
+     * One column in one pass: {@code colDecay = exp(±run)} ({@code −run} when {@code negate}), after
+     * {@code run += g[row + K …]} when g is given (the gate of the next row, walking columns backwards), and
+     * {@code kCol} the column's k times it.
      */
-    private void columnFactors(float[] k, float[] g, int row, int at, boolean negate, float[] decays, int columns) {
+    private void columnFactors(float[] k, float[] g, int row, int at, boolean negate) {
         int i = 0;
         for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
             FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
@@ -277,7 +249,7 @@ final class PairwiseDecay {
                 runV.intoArray(run, i);
             }
             FloatVector decay = ChunkMath.exp(negate ? runV.neg() : runV);
-            decay.intoArray(decays, columns + at + i);
+            decay.intoArray(colDecay, at + i);
             FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kCol, at + i);
         }
         for (; i < kd; i++) {
@@ -285,7 +257,7 @@ final class PairwiseDecay {
                 run[i] += g[row + kd + i];
             }
             float decay = ChunkMath.exp(negate ? -run[i] : run[i]);
-            decays[columns + at + i] = decay;
+            colDecay[at + i] = decay;
             kCol[at + i] = k[row + i] * decay;
         }
     }
