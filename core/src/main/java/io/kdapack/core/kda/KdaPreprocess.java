@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.function.IntConsumer;
 import java.util.function.IntFunction;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -18,7 +19,8 @@ import jdk.incubator.vector.VectorSpecies;
  * sums through {@link VectorWidth#dot}, the gate's sigmoid through the chunks' exponential ({@link ChunkMath#exp}),
  * each scalar tail by the same operations, so results do not depend on the vector width. (They were scalar, the
  * sigmoid in double through {@code Math.exp}: 40 % of a layer-configured call's time, more than its chunks' work
- * besides the products.) The softplus gate and the beta sigmoid stay scalar, in double.
+ * besides the products.) The softplus gate likewise, its {@code log1p} a series of its own; the beta sigmoid
+ * ({@code T·HV} elements) stays scalar, in double.
  */
 public final class KdaPreprocess {
 
@@ -160,7 +162,7 @@ public final class KdaPreprocess {
         runner.run(blocks, b -> {
             double[] dALogSum = dALogSums[b];
             double[] dDtBiasSum = dDtBiasSums[b];
-            double[] dALogTerm = gate.form == KdaOptions.Gate.LOWER_BOUND && gate.withALog ? new double[hv * kd] : null;
+            double[] dALogTerm = gate.form != KdaOptions.Gate.NONE && gate.withALog ? new double[hv * kd] : null;
             float[] dqSum = new float[kd];
             float[] dkSum = new float[kd];
             float[] slopes = new float[kd];
@@ -180,7 +182,7 @@ public final class KdaPreprocess {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
                     gate.backwardRow(vh, in.g(), row * kd, dDecay, prepared.decay(), headRow * kd, rawDg,
-                            dDtBiasSum, dALogSum, dALogTerm, slopes);
+                            dDtBiasSum, dALogTerm, slopes);
                     float bt = prepared.beta()[headRow];
                     rawDBeta[row] = options.betaSigmoid() ? dBeta[headRow] * bt * (1f - bt) : dBeta[headRow];
                 }
@@ -247,8 +249,8 @@ public final class KdaPreprocess {
         private final float[] dtBias;
         private final float lowerBound;
         private final boolean withALog;
-        /** SOFTPLUS: {@code −exp(A_log)} per value head, in double. */
-        private final double[] minusA;
+        /** SOFTPLUS: {@code −exp(A_log)} per value head as a float. */
+        private final float[] minusA;
         /** LOWER_BOUND: {@code exp(A_log)} per value head as a float, 1 without {@code A_log}. */
         private final float[] aScale;
 
@@ -259,11 +261,11 @@ public final class KdaPreprocess {
             lowerBound = options.lowerBound();
             withALog = in.aLog() != null;
             int heads = in.valueHeads();
-            minusA = new double[heads];
+            minusA = new float[heads];
             aScale = new float[heads];
             for (int vh = 0; vh < heads; vh++) {
                 switch (form) {
-                    case SOFTPLUS -> minusA[vh] = -Math.exp(in.aLog()[vh]);
+                    case SOFTPLUS -> minusA[vh] = (float) -Math.exp(in.aLog()[vh]);
                     case LOWER_BOUND -> aScale[vh] = withALog ? (float) Math.exp(in.aLog()[vh]) : 1f;
                     case NONE -> { }
                 }
@@ -275,9 +277,16 @@ public final class KdaPreprocess {
             switch (form) {
                 case NONE -> System.arraycopy(g, gAt, decay, at, keyDim);
                 case SOFTPLUS -> {
-                    double minus = minusA[vh];
-                    for (int i = 0; i < keyDim; i++) {
-                        decay[at + i] = (float) (minus * softplus(g[gAt + i] + dtBias[vh * keyDim + i]));
+                    float minus = minusA[vh];
+                    int bias = vh * keyDim;
+                    int i = 0;
+                    for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
+                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
+                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        softplus(x).mul(minus).intoArray(decay, at + i);
+                    }
+                    for (; i < keyDim; i++) {
+                        decay[at + i] = minus * floatSoftplus(g[gAt + i] + dtBias[bias + i]);
                     }
                 }
                 case LOWER_BOUND -> {
@@ -300,23 +309,29 @@ public final class KdaPreprocess {
         /**
          * Backward of {@link #decayRow}: {@code dg[gAt + i] = dDecay[at + i] · ∂decay/∂x} with
          * {@code x = g + dt_bias}, added to {@code dDtBiasSum[vh·K + i]}, and {@code dDecay · ∂decay/∂A_log}
-         * added to {@code dALogSum[vh]} in i order (softplus) or to {@code dALogTerm[vh·K + i]} (lower bound; the
-         * caller sums those over i). {@code slopes} is K floats of scratch.
+         * added to {@code dALogTerm[vh·K + i]} (the caller sums those over i). {@code slopes} is K floats of scratch.
          */
         void backwardRow(int vh, float[] g, int gAt, float[] dDecay, float[] decay, int at, float[] dg,
-                         double[] dDtBiasSum, double[] dALogSum, double[] dALogTerm, float[] slopes) {
+                         double[] dDtBiasSum, double[] dALogTerm, float[] slopes) {
             switch (form) {
                 case NONE -> System.arraycopy(dDecay, at, dg, gAt, keyDim);
                 case SOFTPLUS -> {
-                    double minus = minusA[vh];
-                    for (int i = 0; i < keyDim; i++) {
-                        float dDecayE = dDecay[at + i];
-                        float x = g[gAt + i] + dtBias[vh * keyDim + i];
-                        float dx = dDecayE * (float) (minus * sigmoid(x));
-                        dg[gAt + i] = dx;
-                        dDtBiasSum[vh * keyDim + i] += dx;
+                    float minus = minusA[vh];
+                    int bias = vh * keyDim;
+                    int i = 0;
+                    for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
+                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
+                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        FloatVector.fromArray(SPECIES, dDecay, at + i).mul(sigmoid(x).mul(minus))
+                                .intoArray(dg, gAt + i);
+                    }
+                    for (; i < keyDim; i++) {
+                        dg[gAt + i] = dDecay[at + i] * (floatSigmoid(g[gAt + i] + dtBias[bias + i]) * minus);
+                    }
+                    for (i = 0; i < keyDim; i++) {
+                        dDtBiasSum[bias + i] += dg[gAt + i];
                         // decay = −exp(A_log)·softplus(x), so its A_log-derivative is itself.
-                        dALogSum[vh] += (double) dDecayE * decay[at + i];
+                        dALogTerm[bias + i] += (double) dDecay[at + i] * decay[at + i];
                     }
                 }
                 case LOWER_BOUND -> {
@@ -436,6 +451,53 @@ public final class KdaPreprocess {
         float e = ChunkMath.exp(-Math.abs(y));
         float onePlusE = e + 1f;
         return e / (onePlusE * onePlusE);
+    }
+
+    /**
+     * {@code log(1 + exp(x))} in float, {@code max(x, 0) + log1p(exp(−|x|))} with the chunks' exponential and
+     * {@link #log1pOfUnit}.
+     */
+    static FloatVector softplus(FloatVector x) {
+        return x.max(0f).add(log1pOfUnit(ChunkMath.exp(x.abs().neg())));
+    }
+
+    /** {@link #softplus(FloatVector)} of one float, by the same operations. */
+    static float floatSoftplus(float x) {
+        return Math.max(x, 0f) + floatLog1pOfUnit(ChunkMath.exp(-Math.abs(x)));
+    }
+
+    private static final float SQRT_2 = 1.41421356f;
+    private static final float LN_2 = 0.693147181f;
+
+    /**
+     * {@code log(1 + e)} for {@code 0 ≤ e ≤ 1} in float: {@code u = 1 + e} rounded, halved above √2
+     * ({@code log u = log m + ln 2}), {@code log m = 2 atanh(s)} with {@code s = (m − 1)/(m + 1)}, |s| ≤ 0.172, by its
+     * series to {@code s⁹} (truncation under 1e-9 relative), times {@code e / (u − 1)} (Goldberg's correction for the
+     * rounding of {@code 1 + e}; {@code e} itself where {@code 1 + e} rounds to 1).
+     */
+    static FloatVector log1pOfUnit(FloatVector e) {
+        FloatVector u = e.add(1f);
+        VectorMask<Float> high = u.compare(VectorOperators.GT, SQRT_2);
+        FloatVector m = u.blend(u.mul(0.5f), high);
+        FloatVector s = m.sub(1f).div(m.add(1f));
+        FloatVector s2 = s.mul(s);
+        FloatVector series = s2.mul(2f / 9f).add(2f / 7f).mul(s2).add(2f / 5f).mul(s2).add(2f / 3f).mul(s2).add(2f);
+        FloatVector log = series.mul(s).add(FloatVector.zero(SPECIES).blend(LN_2, high));
+        FloatVector uMinus1 = u.sub(1f);
+        return e.blend(log.mul(e.div(uMinus1)), uMinus1.compare(VectorOperators.NE, 0f));
+    }
+
+    /** {@link #log1pOfUnit(FloatVector)} of one float, by the same operations. */
+    static float floatLog1pOfUnit(float e) {
+        float u = e + 1f;
+        boolean high = u > SQRT_2;
+        float m = high ? u * 0.5f : u;
+        float s = (m - 1f) / (m + 1f);
+        float s2 = s * s;
+        float series = (((s2 * (2f / 9f) + 2f / 7f) * s2 + 2f / 5f) * s2 + 2f / 3f) * s2 + 2f;
+        float log = series * s + (high ? LN_2 : 0f);
+        float uMinus1 = u - 1f;
+        return uMinus1 != 0f ? log * (e / uMinus1) : e;
     }
 
     /** {@code 1 / (1 + exp(−x))} with the exponent always ≤ 0. */

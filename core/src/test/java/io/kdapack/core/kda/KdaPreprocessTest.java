@@ -6,28 +6,33 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The gate and sigmoid stay finite at the extremes; no positive exponent reaches exp; the lower-bound gate against
- * the same formulas in double.
+ * The gate and sigmoid stay finite at the extremes; no positive exponent reaches exp; both gate forms against the
+ * same formulas in double.
  */
 class KdaPreprocessTest {
 
     /**
-     * The lower-bound gate {@code decay = lb·sigmoid(exp(A_log)·(g + dt_bias))} and its gradients with respect to g,
-     * dt_bias and A_log against the formulas evaluated in double from the same float inputs, at K = 20 (a vector body
-     * and a scalar tail at every width), 3 value heads, 37 tokens of 2 documents, pre-activations from −60 to 60.
-     * Tolerance 5e-7: the op computes the sigmoid and its slope {@code e/(1+e)²} in float (a few float32 roundings);
-     * dt_bias and A_log are sums over tokens of such terms in double. Measured: decay 3.7e-8, dg 7.7e-8, dt_bias
-     * 9.4e-8, A_log 1.1e-7 (the scalar double sigmoid before, with {@code σ·(1 − σ)}: 2.6e-8, 1.9e-7, 1.7e-7,
-     * 6.4e-7: its {@code 1 − σ} lost digits where σ nears 1).
+     * Both gate forms, {@code decay = lb·sigmoid(exp(A_log)·x)} and {@code −exp(A_log)·softplus(x)} with
+     * {@code x = g + dt_bias}, and their gradients with respect to g, dt_bias and A_log, against the formulas
+     * evaluated in double from the same float inputs, at K = 20 (a vector body and a scalar tail at every width),
+     * 3 value heads, 37 tokens of 2 documents, pre-activations from −60 to 60. Tolerance 5e-7: the op computes the
+     * sigmoid, its slope {@code e/(1+e)²} and softplus in float (a few float32 roundings); dt_bias and A_log are sums
+     * over tokens of such terms in double. Measured, lower bound: decay 3.7e-8, dg 7.7e-8, dt_bias 9.4e-8, A_log
+     * 1.1e-7 (the scalar double sigmoid before, with {@code σ·(1 − σ)}: 2.6e-8, 1.9e-7, 1.7e-7, 6.4e-7: its
+     * {@code 1 − σ} lost digits where σ nears 1); softplus: 4.6e-8, 5.2e-8, 6.4e-8, 2.6e-8 (in double before: 3.7e-8,
+     * 4.0e-8, 5.0e-8, 3.0e-8).
      */
-    @Test
-    void lowerBoundGateAndItsGradientsMatchTheFormulasInDouble() {
+    @ParameterizedTest
+    @EnumSource(value = KdaOptions.Gate.class, names = {"LOWER_BOUND", "SOFTPLUS"})
+    void gatesAndTheirGradientsMatchTheFormulasInDouble(KdaOptions.Gate form) {
         int heads = 3;
         int keyDim = 20;
         float lowerBound = -3f;
-        KdaOptions options = KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, lowerBound);
+        KdaOptions options = KdaOptions.layer(form, lowerBound);
         RandomKda.Problem p = RandomKda.packed(71, new int[] {30, 7}, heads, heads, keyDim, 4, options, false, 0);
         KdaInputs raw = p.inputs();
         Random rnd = new Random(5);
@@ -56,20 +61,50 @@ class KdaPreprocessTest {
                 double a = Math.exp(aLog[vh]);
                 for (int i = 0; i < keyDim; i++) {
                     double x = (double) g[(t * heads + vh) * keyDim + i] + raw.dtBias()[vh * keyDim + i];
-                    double sig = 1 / (1 + Math.exp(-a * x));
                     int headMajor = (vh * tokens + t) * keyDim + i;
-                    decay[headMajor] = lowerBound * sig;
-                    double slope = lowerBound * sig * (1 - sig);
-                    dg[(t * heads + vh) * keyDim + i] = dDecay[headMajor] * slope * a;
-                    dDtBias[vh * keyDim + i] += dDecay[headMajor] * slope * a;
-                    dALog[vh] += dDecay[headMajor] * slope * a * x;
+                    double value;
+                    double dValueDx;
+                    double dValueDALog;
+                    if (form == KdaOptions.Gate.LOWER_BOUND) {
+                        double sig = 1 / (1 + Math.exp(-a * x));
+                        value = lowerBound * sig;
+                        dValueDx = lowerBound * sig * (1 - sig) * a;
+                        dValueDALog = dValueDx * x;
+                    } else {
+                        value = -a * (Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x))));
+                        dValueDx = -a / (1 + Math.exp(-x));
+                        dValueDALog = value;
+                    }
+                    decay[headMajor] = value;
+                    dg[(t * heads + vh) * keyDim + i] = dDecay[headMajor] * dValueDx;
+                    dDtBias[vh * keyDim + i] += dDecay[headMajor] * dValueDx;
+                    dALog[vh] += dDecay[headMajor] * dValueDALog;
                 }
             }
         }
-        assertClose("decay", prepared.decay(), decay, 5e-7);
-        assertClose("dg", grads.dg(), dg, 5e-7);
-        assertClose("dt_bias", grads.dDtBias(), dDtBias, 5e-7);
-        assertClose("A_log", grads.dALog(), dALog, 5e-7);
+        assertClose(form + " decay", prepared.decay(), decay, 5e-7);
+        assertClose(form + " dg", grads.dg(), dg, 5e-7);
+        assertClose(form + " dt_bias", grads.dDtBias(), dDtBias, 5e-7);
+        assertClose(form + " A_log", grads.dALog(), dALog, 5e-7);
+    }
+
+    /**
+     * The float softplus against {@code Math.log1p} in double from −30 to 30 and its {@code log1p} on [0, 1], where
+     * {@code 1 + e} rounds (e below 6e-8) and across the halving at √2: within 4 float32 ulps (5e-7 relative).
+     */
+    @Test
+    void floatSoftplusAndLog1pAreWithinAFewUlps() {
+        for (int i = -3000; i <= 3000; i++) {
+            float x = i / 100f;
+            double expected = Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs((double) x)));
+            float actual = KdaPreprocess.floatSoftplus(x);
+            assertEquals(expected, actual, 5e-7 * expected, "softplus(" + x + ")");
+        }
+        float[] points = {0f, 1e-9f, 5e-8f, 1e-7f, 1e-4f, 0.1f, 0.41421f, 0.41422f, 0.5f, 0.99f, 1f};
+        for (float e : points) {
+            double expected = Math.log1p(e);
+            assertEquals(expected, KdaPreprocess.floatLog1pOfUnit(e), 5e-7 * expected, "log1p(" + e + ")");
+        }
     }
 
     @Test
