@@ -12,6 +12,8 @@ import io.kdapack.core.kda.KdaPreprocess;
 import io.kdapack.core.kda.KdaRecurrent;
 import io.kdapack.core.kda.Segments;
 import io.kdapack.core.kda.Varlen;
+import io.kdapack.core.model.KdaConfig;
+import io.kdapack.core.nn.KimiDeltaAttention;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
@@ -74,8 +76,8 @@ public final class KdaBenchmark {
         }
     }
 
-    /** The options of the default model's KDA layers (KimiDeltaAttention with {@code model.kda.lower_bound} −0.01). */
-    static final KdaOptions LAYER_OPTIONS = KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, -0.01f);
+    /** The options of the default model's KDA layers. */
+    static final KdaOptions LAYER_OPTIONS = KimiDeltaAttention.options(KdaConfig.defaults());
 
     private KdaBenchmark() {
     }

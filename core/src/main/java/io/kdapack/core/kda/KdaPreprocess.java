@@ -272,6 +272,16 @@ public final class KdaPreprocess {
             }
         }
 
+        /** The gate's pre-activations {@code x = g + dt_bias} of the lanes from {@code g[gAt]} and {@code dtBias[biasAt]}. */
+        private FloatVector preActivation(float[] g, int gAt, int biasAt) {
+            return FloatVector.fromArray(SPECIES, g, gAt).add(FloatVector.fromArray(SPECIES, dtBias, biasAt));
+        }
+
+        /** {@link #preActivation} of one element. */
+        private float floatPreActivation(float[] g, int gAt, int biasAt) {
+            return g[gAt] + dtBias[biasAt];
+        }
+
         /** {@code decay[at + i]}, the log-space decay of raw gate entry {@code g[gAt + i]} of value head vh, i < K. */
         void decayRow(int vh, float[] g, int gAt, float[] decay, int at) {
             switch (form) {
@@ -281,12 +291,11 @@ public final class KdaPreprocess {
                     int bias = vh * keyDim;
                     int i = 0;
                     for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
-                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
-                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        FloatVector x = preActivation(g, gAt + i, bias + i);
                         softplus(x).mul(minus).intoArray(decay, at + i);
                     }
                     for (; i < keyDim; i++) {
-                        decay[at + i] = minus * floatSoftplus(g[gAt + i] + dtBias[bias + i]);
+                        decay[at + i] = minus * floatSoftplus(floatPreActivation(g, gAt + i, bias + i));
                     }
                 }
                 case LOWER_BOUND -> {
@@ -294,12 +303,11 @@ public final class KdaPreprocess {
                     int bias = vh * keyDim;
                     int i = 0;
                     for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
-                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
-                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        FloatVector x = preActivation(g, gAt + i, bias + i);
                         sigmoid(x.mul(a)).mul(lowerBound).intoArray(decay, at + i);
                     }
                     for (; i < keyDim; i++) {
-                        float x = g[gAt + i] + dtBias[bias + i];
+                        float x = floatPreActivation(g, gAt + i, bias + i);
                         decay[at + i] = lowerBound * floatSigmoid(a * x);
                     }
                 }
@@ -320,13 +328,12 @@ public final class KdaPreprocess {
                     int bias = vh * keyDim;
                     int i = 0;
                     for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
-                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
-                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        FloatVector x = preActivation(g, gAt + i, bias + i);
                         FloatVector.fromArray(SPECIES, dDecay, at + i).mul(sigmoid(x).mul(minus))
                                 .intoArray(dg, gAt + i);
                     }
                     for (; i < keyDim; i++) {
-                        dg[gAt + i] = dDecay[at + i] * (floatSigmoid(g[gAt + i] + dtBias[bias + i]) * minus);
+                        dg[gAt + i] = dDecay[at + i] * (floatSigmoid(floatPreActivation(g, gAt + i, bias + i)) * minus);
                     }
                     for (i = 0; i < keyDim; i++) {
                         dDtBiasSum[bias + i] += dg[gAt + i];
@@ -340,15 +347,14 @@ public final class KdaPreprocess {
                     // The float part on vectors (dg, and the sigmoids' slopes kept for the sums), then the double sums.
                     int i = 0;
                     for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
-                        FloatVector x = FloatVector.fromArray(SPECIES, g, gAt + i)
-                                .add(FloatVector.fromArray(SPECIES, dtBias, bias + i));
+                        FloatVector x = preActivation(g, gAt + i, bias + i);
                         FloatVector slope = sigmoidSlope(x.mul(a));
                         slope.intoArray(slopes, i);
                         FloatVector.fromArray(SPECIES, dDecay, at + i).mul(slope.mul(lowerBound).mul(a))
                                 .intoArray(dg, gAt + i);
                     }
                     for (; i < keyDim; i++) {
-                        float slope = floatSigmoidSlope(a * (g[gAt + i] + dtBias[bias + i]));
+                        float slope = floatSigmoidSlope(a * (floatPreActivation(g, gAt + i, bias + i)));
                         slopes[i] = slope;
                         dg[gAt + i] = dDecay[at + i] * (slope * lowerBound * a);
                     }
@@ -357,7 +363,7 @@ public final class KdaPreprocess {
                     }
                     if (withALog) {
                         for (i = 0; i < keyDim; i++) {
-                            float x = g[gAt + i] + dtBias[bias + i];
+                            float x = floatPreActivation(g, gAt + i, bias + i);
                             dALogTerm[bias + i] += (double) dDecay[at + i] * ((double) lowerBound * slopes[i] * a * x);
                         }
                     }
@@ -421,7 +427,9 @@ public final class KdaPreprocess {
 
     /**
      * {@code 1 / (1 + exp(−y))} in float with the exponent always ≤ 0: {@code e = exp(−|y|)} by the chunks'
-     * exponential, then {@code 1 / (1 + e)} for {@code y ≥ 0} and {@code e / (1 + e)} below.
+     * exponential, then {@code 1 / (1 + e)} for {@code y ≥ 0} and {@code e / (1 + e)} below. (Not the activations'
+     * {@code linalg.ExpKernels.sigmoid}, which forms {@code exp(−y)} with its argument clamped at 88: this one shares
+     * its {@code e} with {@link #sigmoidSlope} and {@link #softplus}, and a gate far below 0 gives exactly 0.)
      */
     static FloatVector sigmoid(FloatVector y) {
         FloatVector e = ChunkMath.exp(y.abs().neg());

@@ -90,9 +90,7 @@ public final class KimiDeltaAttention implements Layer {
         this.valueHeads = config.numVHeads();
         this.headDim = config.headDim();
         this.backend = backend;
-        this.options = config.lowerBound() == null
-                ? KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f)
-                : KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, config.lowerBound().floatValue());
+        this.options = options(config);
         int keyWidth = heads * headDim;
         int valueWidth = valueHeads * headDim;
         int conv = config.convSize();
@@ -130,6 +128,16 @@ public final class KimiDeltaAttention implements Layer {
     @Override
     public List<Parameter> parameters() {
         return parameters;
+    }
+
+    /**
+     * The op's options of a layer of {@code config}: in-op l2 norm, the softplus gate ({@code lower_bound} null) or the
+     * lower-bound gate, the beta sigmoid.
+     */
+    public static KdaOptions options(KdaConfig config) {
+        return config.lowerBound() == null
+                ? KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f)
+                : KdaOptions.layer(KdaOptions.Gate.LOWER_BOUND, config.lowerBound().floatValue());
     }
 
     /** The op flags this layer runs KDA with. */
