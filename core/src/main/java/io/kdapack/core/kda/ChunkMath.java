@@ -193,16 +193,27 @@ final class ChunkMath {
      */
     static void matmul(boolean transA, int m, float alpha, float[] a, int aOff, int lda, Packed b, float beta,
                        float[] c, int cOff, int ldc) {
+        matmul(Structure.FULL, transA, m, alpha, a, aOff, lda, b, beta, c, cOff, ldc);
+    }
+
+    /**
+     * {@code C[m×n] = alpha · op(A) · B + beta · C} with B packed beforehand and a triangular {@code structure}:
+     * bitwise the product of
+     * {@link #matmul(Structure, boolean, int, int, int, float, float[], int, int, float[], int, int, float, float[], int, int)}
+     * on B.
+     */
+    static void matmul(Structure structure, boolean transA, int m, float alpha, float[] a, int aOff, int lda, Packed b,
+                       float beta, float[] c, int cOff, int ldc) {
         int rowStep = transA ? 1 : lda;
         int depthStep = transA ? lda : 1;
         int stripes = b.n / STRIPE;
         for (int s = 0; s < stripes; s++) {
-            stripeRows(Structure.FULL, m, b.k, s * STRIPE, alpha, a, aOff, rowStep, depthStep, b.stripes[s], beta, c,
+            stripeRows(structure, m, b.k, s * STRIPE, alpha, a, aOff, rowStep, depthStep, b.stripes[s], beta, c,
                     cOff, ldc);
         }
         int full = stripes * STRIPE;
         // The rest block's column j − full holds B's column j.
-        restColumns(Structure.FULL, m, b.k, full, b.n, alpha, a, aOff, rowStep, depthStep, b.rest, -full, b.n - full,
+        restColumns(structure, m, b.k, full, b.n, alpha, a, aOff, rowStep, depthStep, b.rest, -full, b.n - full,
                 beta, c, cOff, ldc);
     }
 
@@ -692,24 +703,20 @@ final class ChunkMath {
     }
 
     /**
-     * {@code C[m×n] = alpha · A · Bᵀ + beta · C} with B stored {@code [n×k]}: B is transposed into
-     * {@code scratch} (at least {@code k·n} floats) and multiplied by {@link #matmul}.
+     * {@code C[m×n] = alpha · A · Bᵀ + beta · C} with B stored {@code [n×k]}: B is packed transposed into
+     * {@code scratch} (room for {@code k × n}) and multiplied from there, one copy of B instead of a transpose and a
+     * pack.
      */
     static void matmulTransB(Structure structure, int m, int n, int k, float alpha, float[] a, int aOff, int lda,
-                             float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc, float[] scratch) {
-        transpose(n, k, b, bOff, ldb, scratch);
-        matmul(structure, false, m, n, k, alpha, a, aOff, lda, scratch, 0, n, beta, c, cOff, ldc);
+                             float[] b, int bOff, int ldb, float beta, float[] c, int cOff, int ldc, Packed scratch) {
+        packTransposed(k, n, b, bOff, ldb, scratch);
+        matmul(structure, false, m, alpha, a, aOff, lda, scratch, beta, c, cOff, ldc);
     }
 
     /**
-     * {@code out[d·rows + c] = m[mOff + c·ld + d]}: the {@code [rows×cols]} block of {@code m} (leading
-     * dimension {@code ld}) transposed into a dense {@code [cols×rows]} block.
+     * {@code out[d·ldOut + c] = m[mOff + c·ld + d]}: the {@code [rows×cols]} block of {@code m} (leading dimension
+     * {@code ld}) transposed into a {@code [cols×rows]} block of rows {@code ldOut ≥ rows} floats apart.
      */
-    static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out) {
-        transpose(rows, cols, m, mOff, ld, out, rows);
-    }
-
-    /** {@code out[d·ldOut + c] = m[mOff + c·ld + d]}: {@link #transpose} into rows of {@code ldOut ≥ rows} floats. */
     private static void transpose(int rows, int cols, float[] m, int mOff, int ld, float[] out, int ldOut) {
         int wholeRows = 0;
         int wholeCols = 0;

@@ -69,7 +69,8 @@ public final class KdaChunk {
     private final float[] run;
     private final float[] kb;
     private final float[] vb;
-    private final float[] transposed;
+    /** The right operand of the {@code A·Bᵀ} products, packed transposed ({@code [K or V, ≤ 64]}). */
+    private final ChunkMath.Packed transposed;
     /**
      * The entry state of each document of the chunk with one ({@code [K,V]}, index j of {@link Documents}), packed
      * once for the products that share it: as B in the forward ({@code W S}, {@code Qg S}), as Bᵀ in the backward
@@ -103,7 +104,7 @@ public final class KdaChunk {
         run = new float[kd];
         kb = new float[SIZE * kd];
         vb = new float[SIZE * vd];
-        transposed = new float[Math.max(kd, vd) * Math.max(SIZE, Math.max(kd, vd))];
+        transposed = new ChunkMath.Packed(Math.max(kd, vd), SIZE);
         endGradient = packedState();
         endGradientTransposed = packedState();
         blockRows = new float[INVERSE_BLOCK * SIZE];

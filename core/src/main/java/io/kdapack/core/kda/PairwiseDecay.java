@@ -44,7 +44,8 @@ final class PairwiseDecay {
     private final float[] dkRow;
     private final float[] dkCol;
     private final float[] e;
-    private final float[] transposed;
+    /** The decayed columns {@code kColᵀ} packed as the right operand of both pair products. */
+    private final ChunkMath.Packed columns;
 
     PairwiseDecay(int keyDim) {
         kd = keyDim;
@@ -58,7 +59,7 @@ final class PairwiseDecay {
         dkRow = new float[BLOCK * kd];
         dkCol = new float[SIZE * kd];
         e = new float[kd];
-        transposed = new float[SIZE * kd];
+        columns = new ChunkMath.Packed(kd, SIZE);
     }
 
     /**
@@ -80,9 +81,9 @@ final class PairwiseDecay {
                 // Whole column tiles: the columns past cols (stale rows of kCol) land above the diagonal, where
                 // aQK and P are zeroed or never read.
                 int width = ChunkMath.paddedWidth(cols, SIZE);
-                ChunkMath.transpose(width, kd, kCol, 0, kd, transposed);
-                ChunkMath.matmul(false, b, width, kd, 1f, qRow, 0, kd, transposed, 0, width, 0f, aQK, a * SIZE, SIZE);
-                ChunkMath.matmul(false, b, width, kd, 1f, kRow, 0, kd, transposed, 0, width, 0f, pKK, a * SIZE, SIZE);
+                ChunkMath.packTransposed(kd, width, kCol, 0, kd, columns);
+                ChunkMath.matmul(false, b, 1f, qRow, 0, kd, columns, 0f, aQK, a * SIZE, SIZE);
+                ChunkMath.matmul(false, b, 1f, kRow, 0, kd, columns, 0f, pKK, a * SIZE, SIZE);
             }
             for (int r = a; r < a + b; r++) {
                 if (factored) {
