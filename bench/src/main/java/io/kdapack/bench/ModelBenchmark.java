@@ -20,6 +20,7 @@ import java.util.concurrent.ForkJoinPool;
  * median of several runs after warm-up runs, all in one process, the four measurements taking turns run by run
  * ({@link InterleavedTiming}), with the machine's matrix-product ceiling ({@link MatmulProbe}) as a fifth: the step's
  * useful flops ({@link ModelFlops}) over its time give {@code model_gflops}, and over the probe's rate {@code mfu}.
+ * {@code machine_thread_speedup} ({@link ThreadScaling}), measured right after, bounds {@code thread_speedup}.
  */
 public final class ModelBenchmark {
 
@@ -72,6 +73,8 @@ public final class ModelBenchmark {
             out.put("tokens_per_s", tokens / t[1]);
             out.put("tokens_per_s_1_thread", tokens / t[2]);
             out.put("thread_speedup", t[2] / t[1]);
+            // After the steps, not among them: what the machine's threads allow at best, for thread_speedup's scale.
+            out.put("machine_thread_speedup", ThreadScaling.measure(c.threads()));
             out.put("no_isolation_forward_backward_ms", t[3] * 1e3);
             out.put("isolation_cost_ratio", t[1] / t[3]);
             double matmulGflops = matmul.flops() / t[4] * 1e-9;
