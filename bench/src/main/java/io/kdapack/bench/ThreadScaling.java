@@ -111,8 +111,8 @@ public final class ThreadScaling {
     }
 
     /**
-     * {@code steps} steps of {@value #CHAINS} independent chains {@code c = c·m + a} (more than an FMA unit's latency times its count, so
-     * that throughput binds), converging to {@code a / (1 − m)}: no overflow, no subnormals.
+     * {@code steps} steps of {@value #CHAINS} independent chains {@code c = c·m + a} (more than an FMA unit's latency
+     * times its count, so that throughput binds), converging to {@code a / (1 − m)}: no overflow, no subnormals.
      */
     private static void fma(long steps) {
         FloatVector m = FloatVector.broadcast(SPECIES, 0.9999f);
