@@ -1,5 +1,6 @@
 package io.kdapack.bench;
 
+import io.kdapack.core.linalg.VectorWidth;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -12,7 +13,7 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * What {@code threads} threads can gain over one on this machine at best, measured beside the step they bound: the
- * speedup on work that never leaves the registers ({@code fma}: fused multiply-adds on {@value #CHAINS} independent
+ * speedup on work that never leaves the registers ({@code fma}: fused multiply-adds on 16 independent
  * vector chains, the FMA units' throughput) and on work that only moves memory ({@code copy}: each thread copying an
  * array of {@value #COPY_FLOATS} floats, 32 MiB, far past its caches). A step's {@code thread_speedup} lies between the
  * two, by the share of its time that is bound by memory; on a VM both also show how much of its second core the host
@@ -24,7 +25,6 @@ import jdk.incubator.vector.VectorSpecies;
  */
 public final class ThreadScaling {
 
-    static final int CHAINS = 16;
     static final int ROUNDS = 5;
     static final int COPY_FLOATS = 8 << 20;
     /** Steps of the FMA loop per run: about 10 ms on one core of a current x86 CPU. */
@@ -32,7 +32,8 @@ public final class ThreadScaling {
     private static final int WARM_UP_RUNS = 50;
     private static final long WARM_UP_STEPS = 5_000L;
     private static final int COPIES = 4;
-    private static final VectorSpecies<Float> SPECIES = FloatVector.SPECIES_PREFERRED;
+    /** The kernels' species: the FMA rate they can reach. */
+    private static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
 
     /** Keeps the FMA results alive, so that the JIT cannot drop the loop. */
     private static volatile float sink;
@@ -111,7 +112,7 @@ public final class ThreadScaling {
     }
 
     /**
-     * {@code steps} steps of {@value #CHAINS} independent chains {@code c = c·m + a} (more than an FMA unit's latency
+     * {@code steps} steps of 16 independent chains {@code c = c·m + a} (more than an FMA unit's latency
      * times its count, so that throughput binds), converging to {@code a / (1 − m)}: no overflow, no subnormals.
      */
     private static void fma(long steps) {
