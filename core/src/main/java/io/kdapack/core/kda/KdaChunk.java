@@ -50,6 +50,14 @@ public final class KdaChunk {
     /** The forward intermediates in use: {@link #own}, or one kept by the caller. */
     private Intermediates p;
     private final Intermediates own;
+    /**
+     * {@code Qg}, {@code Kg}, {@code Kd} ({@code [L,K]}): elementwise products of q and k with the kept
+     * exponentials, so they are not kept but formed again by the backward ({@link #decayQk}) from rows it reads
+     * anyway; the tape is 3 of 11 chunk-sized arrays smaller.
+     */
+    private final float[] qg;
+    private final float[] kg;
+    private final float[] kDecayed;
     private final float[] a;
     /** The chunk's rows of the values, {@code [L,V]} ({@link #gatherValues}). */
     private final float[] vChunk;
@@ -88,6 +96,9 @@ public final class KdaChunk {
         vd = valueDim;
         own = new Intermediates(keyDim, valueDim);
         p = own;
+        qg = new float[SIZE * kd];
+        kg = new float[SIZE * kd];
+        kDecayed = new float[SIZE * kd];
         a = new float[SIZE * SIZE];
         vChunk = new float[SIZE * vd];
         oChunk = new float[SIZE * vd];
@@ -151,7 +162,7 @@ public final class KdaChunk {
             for (int j = 0; j < docs.count; j++) {
                 if (entryState(docs, j, state, h0) != null) {
                     int r0 = docs.start[j];
-                    ChunkMath.matmul(false, docs.end[j] - r0, 1f, p.qg, r0 * kd, kd, entries[j], 1f, oChunk, r0 * vd,
+                    ChunkMath.matmul(false, docs.end[j] - r0, 1f, qg, r0 * kd, kd, entries[j], 1f, oChunk, r0 * vd,
                             vd);
                 }
             }
@@ -191,7 +202,7 @@ public final class KdaChunk {
             }
             beta = 1f;
         }
-        ChunkMath.matmul(true, kd, vd, rows, 1f, p.kDecayed, r0 * kd, kd, p.vNew, r0 * vd, vd, beta, dest, destOff,
+        ChunkMath.matmul(true, kd, vd, rows, 1f, kDecayed, r0 * kd, kd, p.vNew, r0 * vd, vd, beta, dest, destOff,
                 vd);
     }
 
@@ -219,6 +230,7 @@ public final class KdaChunk {
         if (kept != null) {
             p = kept;
             gatherValues(s, first, len);
+            decayQk(s, first, len);
         } else {
             p = own;
             prepare(s, first, len, docs, s0, h0);
@@ -245,7 +257,7 @@ public final class KdaChunk {
             }
             int dOutOff = endStateGradientOffset(s, docs, j);
             ChunkMath.pack(kd, vd, dOut, dOutOff, vd, endGradient);
-            ChunkMath.matmul(false, rows, 1f, p.kDecayed, r0 * kd, kd, endGradient, 0f, dVNew, r0 * vd, vd);
+            ChunkMath.matmul(false, rows, 1f, kDecayed, r0 * kd, kd, endGradient, 0f, dVNew, r0 * vd, vd);
             ChunkMath.packTransposed(vd, kd, dOut, dOutOff, vd, endGradientTransposed);
             ChunkMath.matmul(false, rows, 1f, p.vNew, r0 * vd, vd, endGradientTransposed, 0f, dKDecayed, r0 * kd, kd);
             if (entry != null) {
@@ -289,7 +301,7 @@ public final class KdaChunk {
                 }
                 beta = 1f;
             }
-            ChunkMath.matmul(true, kd, vd, rows, 1f, p.qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff,
+            ChunkMath.matmul(true, kd, vd, rows, 1f, qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff,
                     vd);
             ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dest, destOff, vd);
         }
@@ -303,7 +315,7 @@ public final class KdaChunk {
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             grads.dBeta()[first + r] = dot(vd, vChunk, r * vd, dVb, r * vd)
-                    + dot(kd, p.kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
+                    + dot(kd, kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
             scale(r, beta, dA, r * SIZE, dA, r * SIZE); // now the gradient of P
             scale(vd, beta, dVb, r * vd, grads.dv(), dOff + r * vd);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
@@ -361,16 +373,14 @@ public final class KdaChunk {
             ChunkMath.exp(kd, run, 0, p.expSuffix, r * kd);
             axpy(kd, 1f, g, (first + r) * kd, run, 0);
         }
-        multiply(len * kd, s.q(), first * kd, p.expPrefix, 0, p.qg, 0);
-        multiply(len * kd, s.k(), first * kd, p.expPrefix, 0, p.kg, 0);
-        multiply(len * kd, s.k(), first * kd, p.expSuffix, 0, p.kDecayed, 0);
+        decayQk(s, first, len);
         pairs.forward(s.q(), s.k(), s.g(), first, len, docs.rowStart, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = s.beta()[first + r];
             scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);
             Arrays.fill(p.aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
             // The right-hand sides of W = (I + A)⁻¹ diag(β) Kg and U = (I + A)⁻¹ diag(β) V.
-            scale(kd, beta, p.kg, r * kd, kb, r * kd);
+            scale(kd, beta, kg, r * kd, kb, r * kd);
             scale(vd, beta, vChunk, r * vd, vb, r * vd);
         }
         invertUnitLower(len);
@@ -385,6 +395,13 @@ public final class KdaChunk {
                 ChunkMath.matmul(false, docs.end[j] - r0, -1f, p.w, r0 * kd, kd, entries[j], 1f, p.vNew, r0 * vd, vd);
             }
         }
+    }
+
+    /** {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Λ)} from the chunk's exponentials. */
+    private void decayQk(HeadParallelBackend.HeadSequence s, int first, int len) {
+        multiply(len * kd, s.q(), first * kd, p.expPrefix, 0, qg, 0);
+        multiply(len * kd, s.k(), first * kd, p.expPrefix, 0, kg, 0);
+        multiply(len * kd, s.k(), first * kd, p.expSuffix, 0, kDecayed, 0);
     }
 
     /**
@@ -434,21 +451,21 @@ public final class KdaChunk {
                 int off = r * kd;
                 int i = 0;
                 for (int bound = ChunkMath.SPECIES.loopBound(kd); i < bound; i += ChunkMath.SPECIES.length()) {
-                    FloatVector fromKd = FloatVector.fromArray(ChunkMath.SPECIES, p.kDecayed, off + i)
+                    FloatVector fromKd = FloatVector.fromArray(ChunkMath.SPECIES, kDecayed, off + i)
                             .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKDecayed, off + i));
-                    FloatVector.fromArray(ChunkMath.SPECIES, p.qg, off + i)
+                    FloatVector.fromArray(ChunkMath.SPECIES, qg, off + i)
                             .fma(FloatVector.fromArray(ChunkMath.SPECIES, dQg, off + i),
                                     FloatVector.fromArray(ChunkMath.SPECIES, dGamma, off + i))
-                            .add(FloatVector.fromArray(ChunkMath.SPECIES, p.kg, off + i)
+                            .add(FloatVector.fromArray(ChunkMath.SPECIES, kg, off + i)
                                     .mul(FloatVector.fromArray(ChunkMath.SPECIES, dKb, off + i)))
                             .sub(fromKd)
                             .intoArray(dGamma, off + i);
                     fromKd.add(FloatVector.fromArray(ChunkMath.SPECIES, run, i)).intoArray(run, i);
                 }
                 for (; i < kd; i++) {
-                    float fromKd = p.kDecayed[off + i] * dKDecayed[off + i];
-                    dGamma[off + i] = Math.fma(p.qg[off + i], dQg[off + i], dGamma[off + i])
-                            + p.kg[off + i] * dKb[off + i] - fromKd;
+                    float fromKd = kDecayed[off + i] * dKDecayed[off + i];
+                    dGamma[off + i] = Math.fma(qg[off + i], dQg[off + i], dGamma[off + i])
+                            + kg[off + i] * dKb[off + i] - fromKd;
                     run[i] += fromKd;
                 }
             }
@@ -548,10 +565,6 @@ public final class KdaChunk {
         final int vd;
         final float[] expPrefix;
         final float[] expSuffix;
-        final float[] expLast;
-        final float[] qg;
-        final float[] kg;
-        final float[] kDecayed;
         final float[] pairKK;
         final float[] aQK;
         final float[] inverse;
@@ -564,10 +577,6 @@ public final class KdaChunk {
             this.vd = vd;
             expPrefix = new float[SIZE * kd];
             expSuffix = new float[SIZE * kd];
-            expLast = new float[kd];
-            qg = new float[SIZE * kd];
-            kg = new float[SIZE * kd];
-            kDecayed = new float[SIZE * kd];
             pairKK = new float[SIZE * SIZE];
             aQK = new float[SIZE * SIZE];
             inverse = new float[SIZE * SIZE];
@@ -578,7 +587,7 @@ public final class KdaChunk {
 
         /** Floats held for key dim {@code kd} and value dim {@code vd}. */
         static long floats(int kd, int vd) {
-            return 3L * SIZE * SIZE + 6L * SIZE * kd + kd + 2L * SIZE * vd;
+            return 3L * SIZE * SIZE + 3L * SIZE * kd + 2L * SIZE * vd;
         }
     }
 }

@@ -23,7 +23,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /**
      * Floats of chunk intermediates that the live tapes of one backend may keep (256 MiB; one chunk-head of
-     * K=V=64 holds about 180 KB, of K=V=128 about 310 KB); a call that does not fit recomputes them.
+     * K=V=64 holds 128 KiB, of K=V=128 208 KiB); a call that does not fit recomputes them.
      */
     static final long KEPT_FLOATS = 64L << 20;
 
