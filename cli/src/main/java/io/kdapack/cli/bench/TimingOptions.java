@@ -5,12 +5,19 @@ import picocli.CommandLine.Option;
 /** {@code --warmup} and {@code --repeats} of the benchmarks that report a median of timed runs. */
 final class TimingOptions {
 
-    @Option(names = "--warmup", defaultValue = "3", description = "Warm-up runs per measurement (default ${DEFAULT-VALUE}).")
-    int warmUp;
+    @Option(names = "--warmup", description = "Warm-up runs per measurement (default: 12 for bench kda, whose calls "
+            + "take tens of milliseconds: after 3, its times still ran up to 1.5x high while the JIT compiled; 3 for "
+            + "bench model).")
+    Integer warmUp;
 
     @Option(names = "--repeats", description = "Timed runs per measurement; the median is reported (default: 7 for "
             + "bench kda, 5 for bench model).")
     Integer repeats;
+
+    /** The warm-up runs asked for, or the benchmark's own default. */
+    int warmUp(int defaultWarmUp) {
+        return warmUp == null ? defaultWarmUp : warmUp;
+    }
 
     /** The timed runs asked for, or the benchmark's own default. */
     int repeats(int defaultRepeats) {
