@@ -17,10 +17,22 @@ public final class InterleavedTiming {
      * @return the median seconds of each action, in the order given
      */
     public static double[] medians(int warmUp, int repeats, Runnable... actions) {
+        return medians(warmUp, 0, repeats, actions);
+    }
+
+    /**
+     * Like {@link #medians(int, int, Runnable...)}, with warm-up rounds going on past {@code warmUp} until
+     * {@code warmUpSeconds} have passed since the first: enough rounds for the JIT to finish whatever an action costs.
+     */
+    public static double[] medians(int warmUp, double warmUpSeconds, int repeats, Runnable... actions) {
         if (warmUp < 0 || repeats < 1) {
             throw new IllegalArgumentException("warm-up must be >= 0 and repeats >= 1, got " + warmUp + ", " + repeats);
         }
-        for (int i = 0; i < warmUp; i++) {
+        if (!(warmUpSeconds >= 0) || Double.isInfinite(warmUpSeconds)) {
+            throw new IllegalArgumentException("warm-up seconds must be finite and >= 0, got " + warmUpSeconds);
+        }
+        long start = System.nanoTime();
+        for (int i = 0; i < warmUp || (System.nanoTime() - start) * 1e-9 < warmUpSeconds; i++) {
             for (Runnable action : actions) {
                 action.run();
             }

@@ -29,15 +29,19 @@ public final class ModelBenchmark {
      * @param rows          B
      * @param length        L
      * @param meanDocLength documents have lengths uniform in {@code [1, 2·mean − 1]}, cut at the row end
+     * @param warmUpSeconds warm-up rounds go on past {@code warmUp} until this long has passed
      * @param blas          also time numpy's BLAS beside kdapack's product ({@link BlasComparison})
      */
     public record Config(ModelConfig model, int rows, int length, int meanDocLength, int threads, int warmUp,
-                         int repeats, boolean blas) {
+                         double warmUpSeconds, int repeats, boolean blas) {
         public Config {
             if (rows < 1 || length < 1 || meanDocLength < 1 || threads < 1 || warmUp < 0 || repeats < 1) {
                 throw new IllegalArgumentException("rows, length, mean document length, threads and repeats must be "
                         + ">= 1 and warm-up >= 0, got " + rows + ", " + length + ", " + meanDocLength + ", " + threads
                         + ", " + repeats + ", " + warmUp);
+            }
+            if (!(warmUpSeconds >= 0) || Double.isInfinite(warmUpSeconds)) {
+                throw new IllegalArgumentException("warm-up seconds must be finite and >= 0, got " + warmUpSeconds);
             }
         }
     }
@@ -66,7 +70,7 @@ public final class ModelBenchmark {
         Step many = new Step(c, batch, weights, c.threads(), true);
         Step leaky = new Step(c, batch, weights, c.threads(), false);
         try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
-            double[] t = InterleavedTiming.medians(c.warmUp(), c.repeats(), many::forward, many::step, one::step,
+            double[] t = InterleavedTiming.medians(c.warmUp(), c.warmUpSeconds(), c.repeats(), many::forward, many::step, one::step,
                     leaky::step, matmul::run);
             out.put("forward_ms", t[0] * 1e3);
             out.put("forward_backward_ms", t[1] * 1e3);

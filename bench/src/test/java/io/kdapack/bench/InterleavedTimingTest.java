@@ -29,6 +29,23 @@ class InterleavedTimingTest {
     }
 
     @Test
+    void warmUpGoesOnUntilItsSecondsHavePassed() {
+        List<String> order = new ArrayList<>();
+        long start = System.nanoTime();
+        InterleavedTiming.medians(1, 0.1, 1, () -> {
+            order.add("a");
+            sleep(10);
+        });
+        assertTrue((System.nanoTime() - start) * 1e-9 >= 0.1, "the warm-up ended before its 0.1 s");
+        // A sleep never ends early, so no more than ten 10 ms warm-up rounds (one more for the timer's rounding),
+        // then the one timed run; fewer where the sleeps ran long.
+        assertTrue(order.size() >= 2 && order.size() <= 12, "runs " + order.size());
+        var e = assertThrows(IllegalArgumentException.class,
+                () -> InterleavedTiming.medians(0, -1, 1, () -> { }));
+        assertTrue(e.getMessage().contains("warm-up seconds") && e.getMessage().contains("-1"), e.getMessage());
+    }
+
+    @Test
     void rejectsNoRepeats() {
         var e = assertThrows(IllegalArgumentException.class, () -> InterleavedTiming.medians(0, 0, () -> { }));
         assertTrue(e.getMessage().contains("repeats"), e.getMessage());

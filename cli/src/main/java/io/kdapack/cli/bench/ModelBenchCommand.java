@@ -44,7 +44,7 @@ final class ModelBenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         ModelConfig model = config == null ? ModelConfig.defaults() : ConfigLoader.loadModel(config);
         ModelBenchmark.Config c = new ModelBenchmark.Config(model, rows, length, meanDoc,
-                threads.count(), timing.warmUp(3), timing.repeats(5), !noBlas);
+                threads.count(), timing.warmUp(3), timing.warmUpSeconds(10), timing.repeats(5), !noBlas);
         System.out.println(new ObjectMapper().writeValueAsString(ModelBenchmark.run(c)));
         return 0;
     }
