@@ -1,12 +1,18 @@
 package io.kdapack.bench;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * Median wall times of several actions measured in turn, run by run, so that a change in the machine's speed
  * (other processes, a neighbour on the host) touches all of them alike and their ratios stay meaningful.
  */
 public final class InterleavedTiming {
+
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private InterleavedTiming() {
     }
@@ -25,6 +31,21 @@ public final class InterleavedTiming {
      * {@code warmUpSeconds} have passed since the first: enough rounds for the JIT to finish whatever an action costs.
      */
     public static double[] medians(int warmUp, double warmUpSeconds, int repeats, Runnable... actions) {
+        return measure(warmUp, warmUpSeconds, repeats, actions).wallSeconds();
+    }
+
+    /**
+     * Median wall times and median CPU times, both in seconds, per action in the order given. An action's CPU time is
+     * what every live Java thread of the process (the caller and the pools it uses; not the JIT's or the collector's
+     * threads) spent while it ran. It is steadier than the wall time on a shared host, and it does not count a thread
+     * that waits for work, so the two differ where the work is unevenly spread; a thread that ends during a run
+     * takes its time along.
+     */
+    public record Medians(double[] wallSeconds, double[] cpuSeconds) {
+    }
+
+    /** Runs the actions as {@link #medians(int, double, int, Runnable...)} does, timing their CPU time too. */
+    public static Medians measure(int warmUp, double warmUpSeconds, int repeats, Runnable... actions) {
         if (warmUp < 0 || repeats < 1) {
             throw new IllegalArgumentException("warm-up must be >= 0 and repeats >= 1, got " + warmUp + ", " + repeats);
         }
@@ -37,19 +58,45 @@ public final class InterleavedTiming {
                 action.run();
             }
         }
-        double[][] seconds = new double[actions.length][repeats];
+        double[][] wall = new double[actions.length][repeats];
+        double[][] cpu = new double[actions.length][repeats];
         for (int i = 0; i < repeats; i++) {
             for (int a = 0; a < actions.length; a++) {
+                Map<Long, Long> cpu0 = threadCpuNanos();
                 long t0 = System.nanoTime();
                 actions[a].run();
-                seconds[a][i] = (System.nanoTime() - t0) * 1e-9;
+                wall[a][i] = (System.nanoTime() - t0) * 1e-9;
+                cpu[a][i] = cpuSince(cpu0) * 1e-9;
             }
         }
-        double[] medians = new double[actions.length];
+        double[] wallMedians = new double[actions.length];
+        double[] cpuMedians = new double[actions.length];
         for (int a = 0; a < actions.length; a++) {
-            medians[a] = median(seconds[a]);
+            wallMedians[a] = median(wall[a]);
+            cpuMedians[a] = median(cpu[a]);
         }
-        return medians;
+        return new Medians(wallMedians, cpuMedians);
+    }
+
+    /** CPU nanoseconds so far of every live thread, by id. */
+    private static Map<Long, Long> threadCpuNanos() {
+        Map<Long, Long> nanos = new HashMap<>();
+        for (long id : THREADS.getAllThreadIds()) {
+            long t = THREADS.getThreadCpuTime(id);
+            if (t >= 0) {
+                nanos.put(id, t);
+            }
+        }
+        return nanos;
+    }
+
+    /** CPU nanoseconds the live threads spent since {@code before}; threads started since count from zero. */
+    private static long cpuSince(Map<Long, Long> before) {
+        long total = 0;
+        for (Map.Entry<Long, Long> now : threadCpuNanos().entrySet()) {
+            total += Math.max(0, now.getValue() - before.getOrDefault(now.getKey(), 0L));
+        }
+        return total;
     }
 
     /** The median of {@code values} (the mean of the middle two for an even count); at least one value. */

@@ -29,6 +29,14 @@ class InterleavedTimingTest {
     }
 
     @Test
+    void aThreadThatSleepsSpendsNoCpuTimeAndOneThatSpinsDoes() {
+        InterleavedTiming.Medians m = InterleavedTiming.measure(0, 0, 3, () -> sleep(20), () -> spin(20));
+        assertTrue(m.wallSeconds()[0] >= 0.015, "sleep's wall time " + m.wallSeconds()[0]);
+        assertTrue(m.cpuSeconds()[1] > m.cpuSeconds()[0] && m.cpuSeconds()[0] < m.wallSeconds()[0] / 2,
+                "cpu " + m.cpuSeconds()[0] + " (sleep) vs " + m.cpuSeconds()[1] + " (spin)");
+    }
+
+    @Test
     void warmUpGoesOnUntilItsSecondsHavePassed() {
         List<String> order = new ArrayList<>();
         long start = System.nanoTime();
@@ -50,6 +58,13 @@ class InterleavedTimingTest {
         var e = assertThrows(IllegalArgumentException.class, () -> InterleavedTiming.medians(0, 0, () -> { }));
         assertTrue(e.getMessage().contains("repeats"), e.getMessage());
         assertArrayEquals(new double[0], InterleavedTiming.medians(0, 1));
+    }
+
+    private static void spin(long ms) {
+        long end = System.nanoTime() + ms * 1_000_000;
+        while (System.nanoTime() < end) {
+            Thread.onSpinWait();
+        }
     }
 
     private static void sleep(long ms) {

@@ -19,8 +19,8 @@ class KdaBenchmarkTest {
             assertEquals(states ? "states" : "training", out.get("case"));
             assertEquals(layer ? "layer" : "plain", out.get("options"));
             assertEquals(7, out.get("docs"));
-            for (String key : new String[] {"fwd_bwd_ms", "unpacked_fwd_bwd_ms", "packed_over_unpacked", "gflops",
-                    "matmul_gflops"}) {
+            for (String key : new String[] {"fwd_bwd_ms", "unpacked_fwd_bwd_ms", "packed_over_unpacked",
+                    "packed_over_unpacked_cpu", "gflops", "matmul_gflops"}) {
                 double value = ((Number) out.get(key)).doubleValue();
                 assertTrue(value > 0 && Double.isFinite(value), key + " = " + value);
             }
