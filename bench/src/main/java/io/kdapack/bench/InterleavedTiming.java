@@ -49,9 +49,7 @@ public final class InterleavedTiming {
         if (warmUp < 0 || repeats < 1) {
             throw new IllegalArgumentException("warm-up must be >= 0 and repeats >= 1, got " + warmUp + ", " + repeats);
         }
-        if (!(warmUpSeconds >= 0) || Double.isInfinite(warmUpSeconds)) {
-            throw new IllegalArgumentException("warm-up seconds must be finite and >= 0, got " + warmUpSeconds);
-        }
+        requireWarmUpSeconds(warmUpSeconds);
         long start = System.nanoTime();
         for (int i = 0; i < warmUp || (System.nanoTime() - start) * 1e-9 < warmUpSeconds; i++) {
             for (Runnable action : actions) {
@@ -76,6 +74,13 @@ public final class InterleavedTiming {
             cpuMedians[a] = median(cpu[a]);
         }
         return new Medians(wallMedians, cpuMedians);
+    }
+
+    /** Refuses warm-up seconds that are negative, NaN or infinite, naming the value. */
+    static void requireWarmUpSeconds(double warmUpSeconds) {
+        if (!(warmUpSeconds >= 0) || Double.isInfinite(warmUpSeconds)) {
+            throw new IllegalArgumentException("warm-up seconds must be finite and >= 0, got " + warmUpSeconds);
+        }
     }
 
     /** CPU nanoseconds so far of every live thread, by id. */

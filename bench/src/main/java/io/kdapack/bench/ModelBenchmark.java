@@ -40,9 +40,7 @@ public final class ModelBenchmark {
                         + ">= 1 and warm-up >= 0, got " + rows + ", " + length + ", " + meanDocLength + ", " + threads
                         + ", " + repeats + ", " + warmUp);
             }
-            if (!(warmUpSeconds >= 0) || Double.isInfinite(warmUpSeconds)) {
-                throw new IllegalArgumentException("warm-up seconds must be finite and >= 0, got " + warmUpSeconds);
-            }
+            InterleavedTiming.requireWarmUpSeconds(warmUpSeconds);
         }
     }
 
@@ -70,8 +68,8 @@ public final class ModelBenchmark {
         Step many = new Step(c, batch, weights, c.threads(), true);
         Step leaky = new Step(c, batch, weights, c.threads(), false);
         try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
-            double[] t = InterleavedTiming.medians(c.warmUp(), c.warmUpSeconds(), c.repeats(), many::forward, many::step, one::step,
-                    leaky::step, matmul::run);
+            double[] t = InterleavedTiming.medians(c.warmUp(), c.warmUpSeconds(), c.repeats(), many::forward,
+                    many::step, one::step, leaky::step, matmul::run);
             out.put("forward_ms", t[0] * 1e3);
             out.put("forward_backward_ms", t[1] * 1e3);
             out.put("tokens_per_s", tokens / t[1]);

@@ -9,11 +9,11 @@ import static io.kdapack.core.kda.ChunkMath.multiply;
 import static io.kdapack.core.kda.ChunkMath.multiplyAdd;
 import static io.kdapack.core.kda.ChunkMath.scale;
 
+import io.kdapack.core.linalg.VectorWidth;
 import java.util.Arrays;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -46,12 +46,9 @@ import jdk.incubator.vector.VectorSpecies;
 public final class KdaChunk {
 
     public static final int SIZE = 64;
-    /** Doubles in a vector as wide as the kernels' ({@link ChunkMath#SPECIES}), and the floats that convert into them. */
-    private static final VectorSpecies<Double> DOUBLES =
-            VectorSpecies.of(double.class, ChunkMath.SPECIES.vectorShape());
+    private static final VectorSpecies<Double> DOUBLES = VectorWidth.DOUBLES;
     private static final int DOUBLE_LANES = DOUBLES.length();
-    private static final VectorSpecies<Float> HALF_FLOATS =
-            VectorSpecies.of(float.class, VectorShape.forBitSize(ChunkMath.SPECIES.vectorBitSize() / 2));
+    private static final VectorSpecies<Float> HALF_FLOATS = VectorWidth.HALF_FLOATS;
     /** Rows per block of the triangular inverse. */
     private static final int INVERSE_BLOCK = 16;
 

@@ -1,6 +1,7 @@
 package io.kdapack.core.linalg;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -30,6 +31,11 @@ public final class VectorWidth {
     public static final VectorSpecies<Float> SPECIES = choose(FloatVector.SPECIES_PREFERRED);
     /** Floats per vector of {@link #SPECIES}: 4, 8 or 16. */
     public static final int LANES = SPECIES.length();
+    /** Doubles in a vector as wide as {@link #SPECIES} (2, 4 or 8), for the sums kept in double. */
+    public static final VectorSpecies<Double> DOUBLES = VectorSpecies.of(double.class, SPECIES.vectorShape());
+    /** Floats in half {@link #SPECIES}'s width: as many as {@link #DOUBLES} holds, into which they convert exactly. */
+    public static final VectorSpecies<Float> HALF_FLOATS =
+            VectorSpecies.of(float.class, VectorShape.forBitSize(SPECIES.vectorBitSize() / 2));
     /** Vectors holding the {@value #PARTIALS} partial sums. */
     private static final int ACCUMULATORS = PARTIALS / LANES;
     /** Lane i takes lane i + s (wrapping; only the low lanes of each tree level are used). */
