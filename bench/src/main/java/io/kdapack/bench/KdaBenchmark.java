@@ -12,17 +12,22 @@ import io.kdapack.core.kda.KdaPreprocess;
 import io.kdapack.core.kda.KdaRecurrent;
 import io.kdapack.core.kda.Segments;
 import io.kdapack.core.kda.Varlen;
+import io.kdapack.core.linalg.BufferPool;
 import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.nn.KimiDeltaAttention;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ForkJoinPool;
+import java.util.stream.IntStream;
 
 /**
  * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
  * random-length documents (forward, and forward with backward), the same tokens as one document, the recurrent
- * reference, and a fixed matrix product as the machine's ceiling ({@link MatmulProbe}), each timed as the median
- * of several runs after warm-up runs, all five taking turns run by run so that their ratios see the same machine.
+ * reference, a fixed matrix product as the machine's ceiling ({@link MatmulProbe}), and the op's preprocessing
+ * alone (forward and backward: the passes over memory that fusing it into the chunk kernels would remove, so
+ * {@code preprocess_share} bounds what that fusion can gain), each timed as the median of several runs after warm-up
+ * runs, all six taking turns run by run so that their ratios see the same machine.
  *
  * <p>Two cases: by default the training case, as the model calls the op (no initial states, no final states asked
  * for, no upstream gradient of them); with {@code states} (the inference prefill case, and the op's full contract)
@@ -95,14 +100,18 @@ public final class KdaBenchmark {
         double[] t;
         double[] cpu;
         double matmulGflops;
+        ForkJoinPool preprocessPool = new ForkJoinPool(c.threads());
+        BufferPool preprocessBuffers = new BufferPool();
         try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
             InterleavedTiming.Medians m = InterleavedTiming.measure(c.warmUp(), 0, c.repeats(),
                     () -> packedProblem.forward(chunked), () -> packedProblem.forwardBackward(chunked),
                     () -> singleProblem.forwardBackward(chunked), () -> packedProblem.forwardBackward(recurrent),
-                    matmul::run);
+                    matmul::run, () -> packedProblem.preprocess(preprocessPool, preprocessBuffers));
             t = m.wallSeconds();
             cpu = m.cpuSeconds();
             matmulGflops = matmul.flops() / t[4] * 1e-9;
+        } finally {
+            preprocessPool.shutdown();
         }
         boolean recomputed = chunked.keepForBackward(packedProblem.inputs()) != HeadParallelBackend.Keep.INTERMEDIATES;
         double fwdPacked = t[0];
@@ -128,6 +137,10 @@ public final class KdaBenchmark {
         out.put("packed_over_unpacked", fwdBwdPacked / fwdBwdSingle);
         // The same ratio in CPU time: steadier on a shared host, blind to threads left idle by uneven work.
         out.put("packed_over_unpacked_cpu", cpu[1] / cpu[2]);
+        // The passes that fusing the preprocessing into the chunk kernels would remove, as a share of the call (the
+        // layout copies of dO and dv, which fusing would remove too, are not in it).
+        out.put("preprocess_ms", t[5] * 1e3);
+        out.put("preprocess_share", t[5] / fwdBwdPacked);
         out.put("recurrent_fwd_bwd_ms", fwdBwdRecurrent * 1e3);
         out.put("chunked_speedup", fwdBwdRecurrent / fwdBwdPacked);
         out.put("flops_fwd_bwd", flops);
@@ -211,6 +224,19 @@ public final class KdaBenchmark {
             KdaInputs in = new KdaInputs(s, i.heads(), i.valueHeads(), i.keyDim(), i.valueDim(), i.q(), i.k(), i.v(),
                     i.g(), i.beta(), i.aLog(), i.dtBias(), states ? normal(rnd, stateSize) : null);
             return new Problem(in, options, dO, states ? normal(rnd, stateSize) : null, states);
+        }
+
+        /**
+         * The op's preprocessing forward and backward alone, blocks of tokens on {@code pool} and head-major tensors
+         * from {@code buffers}, as the chunked backend runs them: the prepared tensors stand in for the gradients of
+         * themselves (the same shapes; the values do not change the work).
+         */
+        void preprocess(ForkJoinPool pool, BufferPool buffers) {
+            KdaPreprocess.BlockRunner runner = (count, block) ->
+                    pool.submit(() -> IntStream.range(0, count).parallel().forEach(block)).join();
+            KdaPreprocess.Prepared p = KdaPreprocess.forward(inputs, options, runner, buffers::take);
+            KdaPreprocess.backward(inputs, options, p, p.q(), p.k(), p.decay(), p.beta(), runner);
+            buffers.give(p.q(), p.k(), p.decay(), p.beta());
         }
 
         void forward(KdaBackend backend) {
