@@ -72,15 +72,22 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      * {@link #valueOffset}{@code (r)}, the next row {@link #valueStride} floats further.
      *
      * @param tokens T, the tokens of the call
-     * @param q      {@code [HV·T,K]} prepared (normalised, scaled) queries
-     * @param k      {@code [HV·T,K]} prepared keys
+     * @param q      {@code [HV·T,K]} prepared (normalised, scaled) queries, or null when {@code rows} prepares them
+     * @param k      {@code [HV·T,K]} prepared keys, or null likewise
      * @param v      {@code [T,HV,V]} values, token-major as given
-     * @param g      {@code [HV·T,K]} log-space decay
-     * @param beta   {@code [HV·T]} beta in (0,1)
+     * @param g      {@code [HV·T,K]} log-space decay, or null likewise
+     * @param beta   {@code [HV·T]} beta in (0,1), or null likewise
+     * @param rows   where the backend prepares rows itself ({@link #preparesRows}): the preprocessing of a chunk's
+     *               rows from the raw inputs, which the kernel calls for each chunk it computes; otherwise null
      */
     record HeadSequence(Segments segments, int firstDoc, int endDoc, int head, int valueHeads, int tokens, int row0,
                         int length, int keyDim, int valueDim, float[] q, float[] k, float[] v, float[] g,
-                        float[] beta) {
+                        float[] beta, KdaPreprocess.Rows rows) {
+
+        /** The token of head-major row {@code row} of this head. */
+        int token(int row) {
+            return row - head * tokens;
+        }
 
         /** Offset of document {@code n}'s state of this head in a {@code [N,HV,K,V]} array. */
         int stateOffset(int n) {
@@ -98,8 +105,13 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
     }
 
-    /** Gradients, head-major like {@link HeadSequence}'s q, k, g, beta ({@code dv [HV·T,V]}), shared by all tasks. */
-    record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta) {
+    /**
+     * Gradients shared by all tasks: {@code dv [HV·T,V]} head-major; {@code dq}, {@code dk}, {@code dg}, {@code dBeta}
+     * those of the prepared tensors, head-major like {@link HeadSequence}'s q, k, g, beta, or, where
+     * {@link HeadSequence#rows} prepares the rows, those of the raw inputs, token-major like them, with each row's term
+     * of {@code A_log}'s gradient in {@code aLogRows [T,HV]} (null otherwise, and without {@code A_log}).
+     */
+    record HeadGradients(float[] dq, float[] dk, float[] dv, float[] dg, float[] dBeta, double[] aLogRows) {
     }
 
     /**
@@ -139,6 +151,15 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
             runs[n] = n;
         }
         return runs;
+    }
+
+    /**
+     * Whether the kernels of this backend prepare each chunk's rows themselves from the raw inputs
+     * ({@link HeadSequence#rows}) for {@code in}, rather than read head-major tensors prepared once per call; false
+     * unless a subclass can. The results are bitwise the same either way.
+     */
+    boolean preparesRows(KdaInputs in) {
+        return false;
     }
 
     /** What a training forward of {@code in} keeps; {@link Keep#STATES} unless a subclass knows better. */
@@ -187,24 +208,37 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         int hv = in.valueHeads();
         float[] dOHeads = headMajor(in, dO, in.valueDim());
         int rows = in.tokens() * hv;
-        HeadGradients grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
-                buffers.take(rows * in.valueDim()), buffers.take(rows * in.keyDim()), buffers.take(rows));
+        float[] dvHeads = buffers.take(rows * in.valueDim());
+        KdaPreprocess.Prepared p = recorded.prepared;
+        // Prepared per call, the kernels write the prepared tensors' gradients, head-major, for the preprocessing's
+        // backward; prepared per chunk, they write the raw gradients themselves, which are results (padding zero).
+        HeadGradients grads = p != null
+                ? new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()), dvHeads,
+                        buffers.take(rows * in.keyDim()), buffers.take(rows), null)
+                : new HeadGradients(new float[in.tokens() * in.heads() * in.keyDim()],
+                        new float[in.tokens() * in.heads() * in.keyDim()], dvHeads, new float[rows * in.keyDim()],
+                        new float[rows], in.aLog() != null ? new double[rows] : null);
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
         int[] runs = recorded.runs;
         runTasks(in, runs, task -> {
-            backwardHead(sequence(in, recorded.prepared, runs, task), in.h0(), kept(recorded, task), dOHeads, dHt,
+            backwardHead(sequence(in, p, recorded.rows, runs, task), in.h0(), kept(recorded, task), dOHeads, dHt,
                     dH0, grads);
             recorded.heads[task] = null;
         });
         if (dH0 != null && dHt != null) {
             copyEmptyDocumentStates(in, dHt, dH0); // a zero-length sequence's final state is its initial state
         }
-        KdaPreprocess.RawGradients raw = KdaPreprocess.backward(in, recorded.options(), recorded.prepared,
-                grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), this::runBlocks);
-        float[] dv = tokenMajor(in, grads.dv(), in.valueDim());
-        KdaPreprocess.Prepared p = recorded.prepared;
-        buffers.give(dOHeads, grads.dq(), grads.dk(), grads.dv(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.decay(),
-                p.beta());
+        KdaPreprocess.RawGradients raw;
+        if (p != null) {
+            raw = KdaPreprocess.backward(in, recorded.options(), p, grads.dq(), grads.dk(), grads.dg(), grads.dBeta(),
+                    this::runBlocks);
+            buffers.give(grads.dq(), grads.dk(), grads.dg(), grads.dBeta(), p.q(), p.k(), p.decay(), p.beta());
+        } else {
+            raw = KdaPreprocess.withParameterGradients(in, recorded.options(), grads.dq(), grads.dk(), grads.dg(),
+                    grads.dBeta(), grads.aLogRows(), this::runBlocks);
+        }
+        float[] dv = tokenMajor(in, dvHeads, in.valueDim());
+        buffers.give(dOHeads, dvHeads);
         return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
 
@@ -214,14 +248,16 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      */
     private Tape record(KdaInputs in, KdaOptions options, Keep keep, boolean finalStates) {
         in.validate(options);
-        KdaPreprocess.Prepared p = KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
+        KdaPreprocess.Rows rows = preparesRows(in) ? new KdaPreprocess.Rows(in, options) : null;
+        KdaPreprocess.Prepared p = rows != null ? null
+                : KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
         // The outputs are the result itself: token-major, padding rows zero.
         float[] o = new float[in.tokens() * in.valueHeads() * in.valueDim()];
         float[] ht = finalStates ? new float[Math.toIntExact(in.stateSize())] : null;
         int[] runs = runs(in.segments());
         Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * in.valueHeads()];
         runTasks(in, runs, task -> {
-            H kept = forwardHead(sequence(in, p, runs, task), in.h0(), ht, o, keep);
+            H kept = forwardHead(sequence(in, p, rows, runs, task), in.h0(), ht, o, keep);
             if (heads != null) {
                 heads[task] = kept;
             }
@@ -231,10 +267,12 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
         KdaResult result = new KdaResult(o, ht);
         if (keep == Keep.NOTHING) {
-            buffers.give(p.q(), p.k(), p.decay(), p.beta());
-            return new Tape(this, in, options, result, null, runs, null);
+            if (p != null) {
+                buffers.give(p.q(), p.k(), p.decay(), p.beta());
+            }
+            return new Tape(this, in, options, result, null, null, runs, null);
         }
-        return new Tape(this, in, options, result, p, runs, heads);
+        return new Tape(this, in, options, result, p, rows, runs, heads);
     }
 
     /** {@code to[n] = from[n]} ({@code [N,HV,K,V]}) for every zero-length sequence n, which no task covers. */
@@ -248,13 +286,15 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
     }
 
-    /** A forward recorded by this backend: the prepared tensors and what each head kept. */
+    /** A forward recorded by this backend: the prepared tensors (or the rows' preparation) and what each head kept. */
     private static final class Tape implements KdaTape {
         private final HeadParallelBackend<?> owner;
         private final KdaInputs inputs;
         private final KdaOptions options;
         private final KdaResult result;
+        /** The tensors prepared for the call, or null where {@link #rows} prepares each chunk's rows. */
         private final KdaPreprocess.Prepared prepared;
+        private final KdaPreprocess.Rows rows;
         /** The runs of documents of the tasks ({@link #runs(Segments)}). */
         private final int[] runs;
         /** What each task {@code run·HV + hv} kept; cleared as the backward consumes it. */
@@ -262,12 +302,13 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         private final AtomicBoolean used = new AtomicBoolean();
 
         Tape(HeadParallelBackend<?> owner, KdaInputs inputs, KdaOptions options, KdaResult result,
-             KdaPreprocess.Prepared prepared, int[] runs, Object[] heads) {
+             KdaPreprocess.Prepared prepared, KdaPreprocess.Rows rows, int[] runs, Object[] heads) {
             this.owner = owner;
             this.inputs = inputs;
             this.options = options;
             this.result = result;
             this.prepared = prepared;
+            this.rows = rows;
             this.runs = runs;
             this.heads = heads;
         }
@@ -342,15 +383,22 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         return n;
     }
 
-    /** Task {@code run·HV + hv} in the prepared tensors. */
-    private static HeadSequence sequence(KdaInputs in, KdaPreprocess.Prepared p, int[] runs, int task) {
+    /** Task {@code run·HV + hv} in the prepared tensors {@code p}, or with {@code rows} when p is null. */
+    private static HeadSequence sequence(KdaInputs in, KdaPreprocess.Prepared p, KdaPreprocess.Rows rows, int[] runs,
+                                         int task) {
         int hv = in.valueHeads();
         int run = task / hv;
         int vh = task % hv;
         Segments seg = in.segments();
         int first = firstNonEmpty(seg, runs, run);
-        return new HeadSequence(seg, first, runs[run + 1], vh, hv, in.tokens(), vh * in.tokens() + seg.start(first),
-                runTokens(seg, runs, run), in.keyDim(), in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta());
+        int row0 = vh * in.tokens() + seg.start(first);
+        int length = runTokens(seg, runs, run);
+        if (p == null) {
+            return new HeadSequence(seg, first, runs[run + 1], vh, hv, in.tokens(), row0, length, in.keyDim(),
+                    in.valueDim(), null, null, in.v(), null, null, rows);
+        }
+        return new HeadSequence(seg, first, runs[run + 1], vh, hv, in.tokens(), row0, length, in.keyDim(),
+                in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta(), null);
     }
 
     /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */

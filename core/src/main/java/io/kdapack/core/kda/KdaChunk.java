@@ -96,6 +96,21 @@ public final class KdaChunk {
     private final ChunkMath.Packed endGradient;
     private final ChunkMath.Packed endGradientTransposed;
     private final float[] blockRows;
+    /** The chunk's prepared rows and their gradients when it prepares them itself ({@link #loadRows}). */
+    private final KdaPreprocess.RowScratch prepared;
+    /**
+     * Where the chunk reads its prepared q, k ({@code [L,K]} from row {@link #row0}), decay and beta, and writes
+     * their gradients: the call's head-major tensors from the chunk's first row, or {@link #prepared} from row 0.
+     */
+    private float[] qIn;
+    private float[] kIn;
+    private float[] gIn;
+    private float[] betaIn;
+    private float[] dqOut;
+    private float[] dkOut;
+    private float[] dgOut;
+    private float[] dBetaOut;
+    private int row0;
 
     KdaChunk(int keyDim, int valueDim) {
         kd = keyDim;
@@ -125,6 +140,40 @@ public final class KdaChunk {
         endGradient = packedState();
         endGradientTransposed = packedState();
         blockRows = new float[INVERSE_BLOCK * SIZE];
+        prepared = new KdaPreprocess.RowScratch(SIZE, kd);
+    }
+
+    /**
+     * Points the chunk at its prepared rows: in the call's head-major tensors, or, where {@code s} prepares them per
+     * chunk ({@link HeadParallelBackend.HeadSequence#rows}), into {@link #prepared} from the raw inputs (the same
+     * again in the backward, which keeps nothing of them on the tape).
+     */
+    private void loadRows(HeadParallelBackend.HeadSequence s, int first, int len,
+                          HeadParallelBackend.HeadGradients grads) {
+        if (s.rows() == null) {
+            qIn = s.q();
+            kIn = s.k();
+            gIn = s.g();
+            betaIn = s.beta();
+            if (grads != null) {
+                dqOut = grads.dq();
+                dkOut = grads.dk();
+                dgOut = grads.dg();
+                dBetaOut = grads.dBeta();
+            }
+            row0 = first;
+            return;
+        }
+        s.rows().forward(s.head(), s.token(first), len, prepared);
+        qIn = prepared.q;
+        kIn = prepared.k;
+        gIn = prepared.decay;
+        betaIn = prepared.beta;
+        dqOut = prepared.dq;
+        dkOut = prepared.dk;
+        dgOut = prepared.dDecay;
+        dBetaOut = prepared.dBeta;
+        row0 = 0;
     }
 
     /** Fresh storage for one chunk's forward intermediates (about {@link Intermediates#floats} floats). */
@@ -158,6 +207,7 @@ public final class KdaChunk {
     void forward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state, float[] h0,
                  float[] ht, float[] o, Intermediates keep) {
         p = keep != null ? keep : own;
+        loadRows(s, first, len, null);
         prepare(s, first, len, docs, state, h0);
         if (o != null) {
             // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents),
@@ -232,18 +282,19 @@ public final class KdaChunk {
     void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, float[] h0,
                   float[] dO, float[] dState, float[] dHt, float[] dH0, HeadParallelBackend.HeadGradients grads,
                   Intermediates kept) {
+        loadRows(s, first, len, grads);
         if (kept != null) {
             p = kept;
             gatherValues(s, first, len);
-            decayQk(s, first, len);
+            decayQk(len);
         } else {
             p = own;
             prepare(s, first, len, docs, s0, h0);
         }
         int dOff = first * vd;
         // dq and dk collect several terms below; dv, dβ and dg are written once.
-        Arrays.fill(grads.dq(), first * kd, (first + len) * kd, 0f);
-        Arrays.fill(grads.dk(), first * kd, (first + len) * kd, 0f);
+        Arrays.fill(dqOut, row0 * kd, (row0 + len) * kd, 0f);
+        Arrays.fill(dkOut, row0 * kd, (row0 + len) * kd, 0f);
         Arrays.fill(dGamma, 0, len * kd, 0f);
         // Through S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D, for the documents whose end state has a gradient; each entry
         // state is packed transposed here once, for this loop and the one after dV'.
@@ -318,16 +369,20 @@ public final class KdaChunk {
         ChunkMath.matmulTransB(LOWER_C, len, width, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
         maskAcrossDocuments(docs, len, dA);
         for (int r = 0; r < len; r++) {
-            float beta = s.beta()[first + r];
-            grads.dBeta()[first + r] = dot(vd, vChunk, r * vd, dVb, r * vd)
+            float beta = betaIn[row0 + r];
+            dBetaOut[row0 + r] = dot(vd, vChunk, r * vd, dVb, r * vd)
                     + dot(kd, kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
             scale(r, beta, dA, r * SIZE, dA, r * SIZE); // now the gradient of P
             scale(vd, beta, dVb, r * vd, grads.dv(), dOff + r * vd);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
-        pairs.backward(s.q(), s.k(), s.g(), first, len, docs.rowStart, dAQK, dA, grads.dq(), grads.dk(), dGamma);
-        elementwiseBackward(first, len, docs, grads);
-        gateGradients(first, docs, grads.dg());
+        pairs.backward(qIn, kIn, gIn, row0, len, docs.rowStart, dAQK, dA, dqOut, dkOut, dGamma);
+        elementwiseBackward(len, docs);
+        gateGradients(docs);
+        if (s.rows() != null) {
+            s.rows().backward(s.head(), s.token(first), len, prepared, grads.dq(), grads.dk(), grads.dg(),
+                    grads.dBeta(), grads.aLogRows());
+        }
     }
 
     /**
@@ -336,7 +391,7 @@ public final class KdaChunk {
      * so each column's running sum stays in a register (three times faster than the element loop, which loaded and
      * stored every sum). Each column sums in row order whatever the width: the same bits at any width.
      */
-    private void gateGradients(int first, Documents docs, float[] dg) {
+    private void gateGradients(Documents docs) {
         for (int j = 0; j < docs.count; j++) {
             int i = 0;
             for (; i + 2 * DOUBLE_LANES <= kd; i += 2 * DOUBLE_LANES) {
@@ -344,21 +399,21 @@ public final class KdaChunk {
                 DoubleVector sum1 = DoubleVector.zero(DOUBLES);
                 for (int r = docs.end[j] - 1; r >= docs.start[j]; r--) {
                     int at = r * kd + i;
-                    int out = (first + r) * kd + i;
+                    int out = (row0 + r) * kd + i;
                     sum0 = sum0.add(FloatVector.fromArray(HALF_FLOATS, dGamma, at)
                             .convertShape(VectorOperators.F2D, DOUBLES, 0));
                     sum1 = sum1.add(FloatVector.fromArray(HALF_FLOATS, dGamma, at + DOUBLE_LANES)
                             .convertShape(VectorOperators.F2D, DOUBLES, 0));
-                    ((FloatVector) sum0.convertShape(VectorOperators.D2F, HALF_FLOATS, 0)).intoArray(dg, out);
+                    ((FloatVector) sum0.convertShape(VectorOperators.D2F, HALF_FLOATS, 0)).intoArray(dgOut, out);
                     ((FloatVector) sum1.convertShape(VectorOperators.D2F, HALF_FLOATS, 0))
-                            .intoArray(dg, out + DOUBLE_LANES);
+                            .intoArray(dgOut, out + DOUBLE_LANES);
                 }
             }
             for (; i < kd; i++) {
                 double sum = 0;
                 for (int r = docs.end[j] - 1; r >= docs.start[j]; r--) {
                     sum += dGamma[r * kd + i];
-                    dg[(first + r) * kd + i] = (float) sum;
+                    dgOut[(row0 + r) * kd + i] = (float) sum;
                 }
             }
         }
@@ -386,14 +441,13 @@ public final class KdaChunk {
     /** Computes every forward intermediate up to V' for the chunk entered with the carried {@code state}. */
     private void prepare(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state,
                          float[] h0) {
-        float[] g = s.g();
         gatherValues(s, first, len);
         // Prefix sums restarted at each document's first row, suffix sums at each one's last row.
         for (int r = 0; r < len; r++) {
             if (docs.rowStart[r] == r) {
                 Arrays.fill(run, 0f);
             }
-            axpy(kd, 1f, g, (first + r) * kd, run, 0);
+            axpy(kd, 1f, gIn, (row0 + r) * kd, run, 0);
             ChunkMath.exp(kd, run, 0, p.expPrefix, r * kd);
         }
         for (int r = len - 1; r >= 0; r--) {
@@ -401,12 +455,12 @@ public final class KdaChunk {
                 Arrays.fill(run, 0f);
             }
             ChunkMath.exp(kd, run, 0, p.expSuffix, r * kd);
-            axpy(kd, 1f, g, (first + r) * kd, run, 0);
+            axpy(kd, 1f, gIn, (row0 + r) * kd, run, 0);
         }
-        decayQk(s, first, len);
-        pairs.forward(s.q(), s.k(), s.g(), first, len, docs.rowStart, p.aQK, p.pairKK);
+        decayQk(len);
+        pairs.forward(qIn, kIn, gIn, row0, len, docs.rowStart, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
-            float beta = s.beta()[first + r];
+            float beta = betaIn[row0 + r];
             scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);
             Arrays.fill(p.aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
             // The right-hand sides of W = (I + A)⁻¹ diag(β) Kg and U = (I + A)⁻¹ diag(β) V.
@@ -428,10 +482,10 @@ public final class KdaChunk {
     }
 
     /** {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Λ)} from the chunk's exponentials. */
-    private void decayQk(HeadParallelBackend.HeadSequence s, int first, int len) {
-        multiply(len * kd, s.q(), first * kd, p.expPrefix, 0, qg, 0);
-        multiply(len * kd, s.k(), first * kd, p.expPrefix, 0, kg, 0);
-        multiply(len * kd, s.k(), first * kd, p.expSuffix, 0, kDecayed, 0);
+    private void decayQk(int len) {
+        multiply(len * kd, qIn, row0 * kd, p.expPrefix, 0, qg, 0);
+        multiply(len * kd, kIn, row0 * kd, p.expPrefix, 0, kg, 0);
+        multiply(len * kd, kIn, row0 * kd, p.expSuffix, 0, kDecayed, 0);
     }
 
     /**
@@ -469,11 +523,11 @@ public final class KdaChunk {
      * Backward of {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Λ)} (Λ_r = Γ at the last row
      * of r's document − Γ_r).
      */
-    private void elementwiseBackward(int first, int len, Documents docs, HeadParallelBackend.HeadGradients grads) {
-        int rows = first * kd;
-        multiplyAdd(len * kd, dQg, 0, p.expPrefix, 0, grads.dq(), rows);
-        multiplyAdd(len * kd, dKb, 0, p.expPrefix, 0, grads.dk(), rows);
-        multiplyAdd(len * kd, dKDecayed, 0, p.expSuffix, 0, grads.dk(), rows);
+    private void elementwiseBackward(int len, Documents docs) {
+        int rows = row0 * kd;
+        multiplyAdd(len * kd, dQg, 0, p.expPrefix, 0, dqOut, rows);
+        multiplyAdd(len * kd, dKb, 0, p.expPrefix, 0, dkOut, rows);
+        multiplyAdd(len * kd, dKDecayed, 0, p.expSuffix, 0, dkOut, rows);
         // dΓ_r += Qg⊙dQg + Kg⊙dKg − Kd⊙dKd per row; Γ at each document's last row also collects Σ_r Kd⊙dKd (in run).
         for (int j = 0; j < docs.count; j++) {
             Arrays.fill(run, 0f);

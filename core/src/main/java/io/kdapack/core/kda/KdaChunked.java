@@ -42,6 +42,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     private final long keptFloatsBudget;
     /** Each document a run of its own: its chunks start at its first token (see {@link #documentAligned()}). */
     private final boolean documentAligned;
+    /** Whether the chunks prepare their own rows where the call allows it ({@link #preparesRows}). */
+    private final boolean rowsInChunks;
     /** Floats of intermediates held by live tapes. */
     private final AtomicLong keptFloats = new AtomicLong();
 
@@ -56,13 +58,14 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /** With a budget for kept intermediates other than the default (0 recomputes them all). */
     KdaChunked(int threads, long keptFloatsBudget) {
-        this(threads, keptFloatsBudget, false);
+        this(threads, keptFloatsBudget, false, true);
     }
 
-    private KdaChunked(int threads, long keptFloatsBudget, boolean documentAligned) {
+    private KdaChunked(int threads, long keptFloatsBudget, boolean documentAligned, boolean rowsInChunks) {
         super(threads);
         this.keptFloatsBudget = keptFloatsBudget;
         this.documentAligned = documentAligned;
+        this.rowsInChunks = rowsInChunks;
     }
 
     /**
@@ -72,7 +75,28 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
      * engine prefills with it, so that a request's tokens and logprobs do not depend on its batch.
      */
     public KdaChunked documentAligned() {
-        return new KdaChunked(threads(), keptFloatsBudget, true);
+        return new KdaChunked(threads(), keptFloatsBudget, true, rowsInChunks);
+    }
+
+    /**
+     * The same backend with the preprocessing run once per call into head-major tensors that the chunks read, as
+     * under grouped value heads, even where the chunks could prepare their rows themselves: bitwise the same results,
+     * for the tests and the benchmark that compare the two.
+     */
+    public KdaChunked preparedPerCall() {
+        return new KdaChunked(threads(), keptFloatsBudget, documentAligned, false);
+    }
+
+    /**
+     * Each chunk prepares its rows from the raw inputs into its scratch, in the forward and again in the backward,
+     * and maps their gradients back to the raw inputs there, where each value head has q/k heads of its own
+     * ({@code HV = H}): the preprocessing then costs no pass over memory of its own (see docs/kda.md). Under
+     * grouped value heads the gradient of a q/k row sums over the value heads of its group, which are other tasks;
+     * there the preprocessing runs once per call.
+     */
+    @Override
+    boolean preparesRows(KdaInputs in) {
+        return rowsInChunks && in.valueHeads() == in.heads();
     }
 
     @Override

@@ -103,8 +103,8 @@ public final class KdaPreprocess {
                 for (int head = 0; head < h; head++) {
                     int row = p * h + head;
                     int first = (head * group * t + p) * kd;
-                    prepareQk(in.q(), row, q, first, qNorm, kd, scale);
-                    prepareQk(in.k(), row, k, first, kNorm, kd, 1f);
+                    prepareQk(in.q(), row, q, first, qNorm, row, kd, scale);
+                    prepareQk(in.k(), row, k, first, kNorm, row, kd, 1f);
                     for (int copy = 1; copy < group; copy++) {
                         System.arraycopy(q, first, q, first + copy * t * kd, kd);
                         System.arraycopy(k, first, k, first + copy * t * kd, kd);
@@ -153,16 +153,10 @@ public final class KdaPreprocess {
         float[] rawDk = new float[t * h * kd];
         float[] rawDg = new float[t * hv * kd];
         float[] rawDBeta = new float[t * hv];
-        boolean gateInOp = options.gate() != KdaOptions.Gate.NONE;
         Gate gate = new Gate(in, options);
-        int blocks = blocks(t);
-        double[][] dALogSums = new double[blocks][hv];
-        double[][] dDtBiasSums = new double[blocks][hv * kd];
+        double[] aLogRows = in.aLog() != null ? new double[t * hv] : null;
         boolean[] inside = insideSegments(in.segments());
-        runner.run(blocks, b -> {
-            double[] dALogSum = dALogSums[b];
-            double[] dDtBiasSum = dDtBiasSums[b];
-            double[] dALogTerm = gate.form != KdaOptions.Gate.NONE && gate.withALog ? new double[hv * kd] : null;
+        runner.run(blocks(t), b -> {
             float[] dqSum = new float[kd];
             float[] dkSum = new float[kd];
             float[] slopes = new float[kd];
@@ -175,29 +169,166 @@ public final class KdaPreprocess {
                     int first = (head * group * t + p) * kd;
                     sumGroup(dq, first, t * kd, group, dqSum);
                     sumGroup(dk, first, t * kd, group, dkSum);
-                    qkBackward(dqSum, rawDq, row, prepared.q(), first, prepared.qNorm(), kd, prepared.scale());
-                    qkBackward(dkSum, rawDk, row, prepared.k(), first, prepared.kNorm(), kd, 1f);
+                    qkBackward(dqSum, 0, rawDq, row, prepared.q(), first, prepared.qNorm(), row, kd,
+                            prepared.scale());
+                    qkBackward(dkSum, 0, rawDk, row, prepared.k(), first, prepared.kNorm(), row, kd, 1f);
                 }
                 for (int vh = 0; vh < hv; vh++) {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
-                    gate.backwardRow(vh, in.g(), row * kd, dDecay, prepared.decay(), headRow * kd, rawDg,
-                            dDtBiasSum, dALogTerm, slopes);
+                    double aLogTerm = gate.backwardRow(vh, in.g(), row * kd, dDecay, prepared.decay(), headRow * kd,
+                            rawDg, slopes);
+                    if (aLogRows != null) {
+                        aLogRows[row] = aLogTerm;
+                    }
                     float bt = prepared.beta()[headRow];
                     rawDBeta[row] = options.betaSigmoid() ? dBeta[headRow] * bt * (1f - bt) : dBeta[headRow];
                 }
             }
-            if (dALogTerm != null) {
-                for (int vh = 0; vh < hv; vh++) {
-                    for (int i = 0; i < kd; i++) {
-                        dALogSum[vh] += dALogTerm[vh * kd + i];
-                    }
+        });
+        return withParameterGradients(in, options, rawDq, rawDk, rawDg, rawDBeta, aLogRows, runner);
+    }
+
+    /**
+     * The raw gradients with those of the gate's parameters, sums over the segment tokens (padding adds nothing):
+     * {@code dt_bias}'s {@code [HV·K]} of the gate's raw gradient {@code dg [T,HV,K]} (the bias is added to every
+     * token's gate before the activation), and {@code A_log}'s {@code [HV]} of each row's term
+     * {@code aLogRows [T,HV]} ({@link Gate#backwardRow}; null without {@code A_log}). Both in double per block of
+     * {@value #TOKEN_BLOCK} tokens in token order, the blocks' sums added in block order: the same bits for any
+     * thread count, whether the rows were prepared per call ({@link #backward}) or per chunk ({@link Rows}).
+     */
+    static RawGradients withParameterGradients(KdaInputs in, KdaOptions options, float[] dq, float[] dk, float[] dg,
+                                               float[] dBeta, double[] aLogRows, BlockRunner runner) {
+        int hv = in.valueHeads();
+        float[] dALog = aLogRows == null ? null : tokenSums(in, hv, runner, (p, sum) -> {
+            for (int vh = 0; vh < hv; vh++) {
+                sum[vh] += aLogRows[p * hv + vh];
+            }
+        });
+        int width = hv * in.keyDim();
+        float[] dDtBias = options.gate() == KdaOptions.Gate.NONE ? null : tokenSums(in, width, runner, (p, sum) -> {
+            for (int i = 0, at = p * width; i < width; i++) {
+                sum[i] += dg[at + i];
+            }
+        });
+        return new RawGradients(dq, dk, dg, dBeta, dALog, dDtBias);
+    }
+
+    /** Adds token {@code p}'s terms to the running sums. */
+    @FunctionalInterface
+    private interface TokenTerms {
+        void addTo(int p, double[] sum);
+    }
+
+    /** {@code width} sums over the segment tokens, in double per block of tokens, the blocks added in order. */
+    private static float[] tokenSums(KdaInputs in, int width, BlockRunner runner, TokenTerms terms) {
+        int t = in.tokens();
+        double[][] sums = new double[blocks(t)][width];
+        boolean[] inside = insideSegments(in.segments());
+        runner.run(sums.length, b -> {
+            for (int p = b * TOKEN_BLOCK, end = Math.min(t, p + TOKEN_BLOCK); p < end; p++) {
+                if (inside[p]) {
+                    terms.addTo(p, sums[b]);
                 }
             }
         });
-        float[] dALog = in.aLog() != null ? sumBlocks(dALogSums, hv) : null;
-        float[] dDtBias = gateInOp ? sumBlocks(dDtBiasSums, hv * kd) : null;
-        return new RawGradients(rawDq, rawDk, rawDg, rawDBeta, dALog, dDtBias);
+        return sumBlocks(sums, width);
+    }
+
+    /**
+     * The same preprocessing one value head's rows at a time, for kernels that prepare a chunk's rows into their
+     * scratch when they need them (in the forward, and again in the backward) rather than once per call into
+     * head-major tensors: the same operations on each row, so the prepared rows and the raw gradients of q, k, g and
+     * beta are bitwise those of {@link #forward} and {@link #backward}. Only where each value head has a q/k head of its
+     * own ({@code HV = H}): under grouped value heads a q/k row's gradient sums over the group, across tasks.
+     */
+    static final class Rows {
+        private final KdaInputs in;
+        private final int heads;
+        private final int kd;
+        private final float scale;
+        private final boolean l2Norm;
+        private final boolean betaSigmoid;
+        private final Gate gate;
+
+        Rows(KdaInputs in, KdaOptions options) {
+            if (in.valueHeads() != in.heads()) {
+                throw new IllegalArgumentException("per-row preprocessing needs HV = H, got H = " + in.heads()
+                        + ", HV = " + in.valueHeads());
+            }
+            this.in = in;
+            heads = in.heads();
+            kd = in.keyDim();
+            scale = options.scaleFor(kd);
+            l2Norm = options.qkL2Norm();
+            betaSigmoid = options.betaSigmoid();
+            gate = new Gate(in, options);
+        }
+
+        /** Prepares tokens {@code p0 … p0+len−1} of value head {@code vh} into rows {@code 0 … len−1} of {@code s}. */
+        void forward(int vh, int p0, int len, RowScratch s) {
+            for (int r = 0; r < len; r++) {
+                int row = (p0 + r) * heads + vh;
+                prepareQk(in.q(), row, s.q, r * kd, l2Norm ? s.qNorm : null, r, kd, scale);
+                prepareQk(in.k(), row, s.k, r * kd, l2Norm ? s.kNorm : null, r, kd, 1f);
+                gate.decayRow(vh, in.g(), row * kd, s.decay, r * kd);
+                s.beta[r] = betaSigmoid ? sigmoid(in.beta()[row]) : in.beta()[row];
+            }
+        }
+
+        /**
+         * Backward of {@link #forward} of the same rows, given the gradients of the prepared rows in {@code s}: the
+         * raw gradients of those tokens into the token-major {@code dq}, {@code dk [T,H,K]}, {@code dg [T,HV,K]} and
+         * {@code dBeta [T,HV]}, and each row's term of {@code A_log}'s gradient into {@code aLogRows [T,HV]} (null
+         * without {@code A_log}; see {@link #withParameterGradients}).
+         */
+        void backward(int vh, int p0, int len, RowScratch s, float[] dq, float[] dk, float[] dg, float[] dBeta,
+                      double[] aLogRows) {
+            for (int r = 0; r < len; r++) {
+                int row = (p0 + r) * heads + vh;
+                int at = r * kd;
+                qkBackward(s.dq, at, dq, row, s.q, at, l2Norm ? s.qNorm : null, r, kd, scale);
+                qkBackward(s.dk, at, dk, row, s.k, at, l2Norm ? s.kNorm : null, r, kd, 1f);
+                double aLogTerm = gate.backwardRow(vh, in.g(), row * kd, s.dDecay, s.decay, at, dg, s.slopes);
+                if (aLogRows != null) {
+                    aLogRows[row] = aLogTerm;
+                }
+                float bt = s.beta[r];
+                dBeta[row] = betaSigmoid ? s.dBeta[r] * bt * (1f - bt) : s.dBeta[r];
+            }
+        }
+    }
+
+    /**
+     * A chunk's prepared rows and their gradients for {@link Rows}, from row 0: q, k, decay and their gradients
+     * {@code [rows,K]}, beta, its gradient and the norms of q and k {@code [rows]}; {@code slopes [K]} is scratch.
+     */
+    static final class RowScratch {
+        final float[] q;
+        final float[] k;
+        final float[] decay;
+        final float[] beta;
+        final float[] qNorm;
+        final float[] kNorm;
+        final float[] dq;
+        final float[] dk;
+        final float[] dDecay;
+        final float[] dBeta;
+        final float[] slopes;
+
+        RowScratch(int rows, int keyDim) {
+            q = new float[rows * keyDim];
+            k = new float[rows * keyDim];
+            decay = new float[rows * keyDim];
+            beta = new float[rows];
+            qNorm = new float[rows];
+            kNorm = new float[rows];
+            dq = new float[rows * keyDim];
+            dk = new float[rows * keyDim];
+            dDecay = new float[rows * keyDim];
+            dBeta = new float[rows];
+            slopes = new float[keyDim];
+        }
     }
 
     private static int blocks(int tokens) {
@@ -316,11 +447,13 @@ public final class KdaPreprocess {
 
         /**
          * Backward of {@link #decayRow}: {@code dg[gAt + i] = dDecay[at + i] · ∂decay/∂x} with
-         * {@code x = g + dt_bias}, added to {@code dDtBiasSum[vh·K + i]}, and {@code dDecay · ∂decay/∂A_log}
-         * added to {@code dALogTerm[vh·K + i]} (the caller sums those over i). {@code slopes} is K floats of scratch.
+         * {@code x = g + dt_bias} (whose sums over tokens are {@code dt_bias}'s gradient: {@link #withParameterGradients}).
+         * Returns the row's term of {@code A_log}'s gradient, {@code Σ_i dDecay · ∂decay/∂A_log} in double, i in
+         * order (0 without {@code A_log}). {@code slopes} is K floats of scratch.
          */
-        void backwardRow(int vh, float[] g, int gAt, float[] dDecay, float[] decay, int at, float[] dg,
-                         double[] dDtBiasSum, double[] dALogTerm, float[] slopes) {
+        double backwardRow(int vh, float[] g, int gAt, float[] dDecay, float[] decay, int at, float[] dg,
+                           float[] slopes) {
+            double aLogTerm = 0;
             switch (form) {
                 case NONE -> System.arraycopy(dDecay, at, dg, gAt, keyDim);
                 case SOFTPLUS -> {
@@ -336,15 +469,14 @@ public final class KdaPreprocess {
                         dg[gAt + i] = dDecay[at + i] * (floatSigmoid(floatPreActivation(g, gAt + i, bias + i)) * minus);
                     }
                     for (i = 0; i < keyDim; i++) {
-                        dDtBiasSum[bias + i] += dg[gAt + i];
                         // decay = −exp(A_log)·softplus(x), so its A_log-derivative is itself.
-                        dALogTerm[bias + i] += (double) dDecay[at + i] * decay[at + i];
+                        aLogTerm += (double) dDecay[at + i] * decay[at + i];
                     }
                 }
                 case LOWER_BOUND -> {
                     float a = aScale[vh];
                     int bias = vh * keyDim;
-                    // The float part on vectors (dg, and the sigmoids' slopes kept for the sums), then the double sums.
+                    // The float part on vectors (dg, and the sigmoids' slopes kept for A_log's terms), then those terms.
                     int i = 0;
                     for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
                         FloatVector x = preActivation(g, gAt + i, bias + i);
@@ -358,55 +490,58 @@ public final class KdaPreprocess {
                         slopes[i] = slope;
                         dg[gAt + i] = dDecay[at + i] * (slope * lowerBound * a);
                     }
-                    for (i = 0; i < keyDim; i++) {
-                        dDtBiasSum[bias + i] += dg[gAt + i];
-                    }
                     if (withALog) {
                         for (i = 0; i < keyDim; i++) {
                             float x = floatPreActivation(g, gAt + i, bias + i);
-                            dALogTerm[bias + i] += (double) dDecay[at + i] * ((double) lowerBound * slopes[i] * a * x);
+                            aLogTerm += (double) dDecay[at + i] * ((double) lowerBound * slopes[i] * a * x);
                         }
                     }
                 }
             }
+            return aLogTerm;
         }
     }
 
-    /** Row {@code row} of {@code raw [T·H,K]}, normalised (with norms) and scaled, into {@code out[at …+dim]}. */
-    private static void prepareQk(float[] raw, int row, float[] out, int at, float[] norms, int dim, float scale) {
+    /**
+     * Row {@code row} of {@code raw [T·H,K]}, normalised (its norm to {@code norms[normAt]}, unless norms is null)
+     * and scaled, into {@code out[at …+dim]}.
+     */
+    private static void prepareQk(float[] raw, int row, float[] out, int at, float[] norms, int normAt, int dim,
+                                  float scale) {
         int base = row * dim;
         float factor = scale;
         if (norms != null) {
             float sumSq = VectorWidth.dot(dim, raw, base, raw, base);
             float norm = (float) Math.sqrt((double) sumSq + KdaOptions.L2NORM_EPS);
-            norms[row] = norm;
+            norms[normAt] = norm;
             factor = scale / norm;
         }
         ChunkMath.scale(dim, factor, raw, base, out, at);
     }
 
     /**
-     * Backward of {@code out = scale · x / ‖x‖} for row {@code row} of {@code dRaw [T·H,K]}, given the prepared
-     * row at {@code prepared[at …]}: {@code dx = scale · (dy − y (y·dy)) / ‖x‖} with y the unit vector.
+     * Backward of {@code out = scale · x / ‖x‖} into row {@code row} of {@code dRaw [T·H,K]}, given the gradient
+     * {@code dPrepared[dAt …]} and the prepared row {@code prepared[at …]} of norm {@code norms[normAt]}:
+     * {@code dx = scale · (dy − y (y·dy)) / ‖x‖} with y the unit vector.
      */
-    private static void qkBackward(float[] dPrepared, float[] dRaw, int row, float[] prepared, int at, float[] norms,
-                                   int dim, float scale) {
+    private static void qkBackward(float[] dPrepared, int dAt, float[] dRaw, int row, float[] prepared, int at,
+                                   float[] norms, int normAt, int dim, float scale) {
         int base = row * dim;
         if (norms == null) {
-            ChunkMath.scale(dim, scale, dPrepared, 0, dRaw, base);
+            ChunkMath.scale(dim, scale, dPrepared, dAt, dRaw, base);
             return;
         }
         // With prepared = scale·y the gradient of y is dy = scale·dPrepared, and y·dy = prepared·dPrepared.
-        float yTimesDot = VectorWidth.dot(dim, prepared, at, dPrepared, 0) / scale;
-        float norm = norms[row];
+        float yTimesDot = VectorWidth.dot(dim, prepared, at, dPrepared, dAt) / scale;
+        float norm = norms[normAt];
         int i = 0;
         for (int bound = SPECIES.loopBound(dim); i < bound; i += LANES) {
-            FloatVector.fromArray(SPECIES, dPrepared, i).mul(scale)
+            FloatVector.fromArray(SPECIES, dPrepared, dAt + i).mul(scale)
                     .sub(FloatVector.fromArray(SPECIES, prepared, at + i).mul(yTimesDot)).div(norm)
                     .intoArray(dRaw, base + i);
         }
         for (; i < dim; i++) {
-            dRaw[base + i] = (scale * dPrepared[i] - prepared[at + i] * yTimesDot) / norm;
+            dRaw[base + i] = (scale * dPrepared[dAt + i] - prepared[at + i] * yTimesDot) / norm;
         }
     }
 

@@ -6,14 +6,25 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Results are bitwise the same for every thread count (disjoint task outputs, fixed-order reductions), and
- * whether the backward keeps the forward intermediates or recomputes them.
+ * whether the backward keeps the forward intermediates or recomputes them: under grouped value heads (the
+ * preprocessing once per call) and with a q/k head per value head (rows prepared in the chunks).
  */
 class KdaDeterminismTest {
 
     @Test
-    void chunkedIsBitwiseEqualAcrossThreadCounts() {
+    void chunkedIsBitwiseEqualAcrossThreadCountsUnderGroupedValueHeads() {
+        assertBitwiseEqualAcrossThreadCounts(2, 6);
+    }
+
+    @Test
+    void chunkedIsBitwiseEqualAcrossThreadCountsWithAQkHeadPerValueHead() {
+        assertBitwiseEqualAcrossThreadCounts(4, 4);
+    }
+
+    private static void assertBitwiseEqualAcrossThreadCounts(int heads, int valueHeads) {
         KdaOptions options = KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f);
-        RandomKda.Problem p = RandomKda.packed(31, new int[] {70, 3, 0, 130, 64, 9, 33}, 2, 6, 16, 8, options, true, 0);
+        RandomKda.Problem p = RandomKda.packed(31, new int[] {70, 3, 0, 130, 64, 9, 33}, heads, valueHeads, 16, 8,
+                options, true, 0);
         KdaBackend.KdaResult ref = new KdaChunked(1).forward(p.inputs(), options);
         KdaBackend.KdaGradients gradRef = new KdaChunked(1).backward(p.inputs(), options, p.dO(), p.dHt());
         for (int threads : new int[] {2, 3, 5}) {

@@ -123,7 +123,9 @@ class KdaInOpPreprocessingTest {
             assertArrayEquals(one.dALog(), other.dALog(), t + "dA_log");
             assertArrayEquals(one.dDtBias(), other.dDtBias(), t + "ddt_bias");
             int blocks = (tokens + 255) / 256;
-            assertEquals(List.of(blocks, blocks), counts, t + "blocks of the forward and the backward");
+            // The forward, the backward, and the backward's sums over tokens for A_log and dt_bias.
+            assertEquals(List.of(blocks, blocks, blocks, blocks), counts,
+                    t + "blocks of the forward, the backward and its sums");
         }
     }
 
