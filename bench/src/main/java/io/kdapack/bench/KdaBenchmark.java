@@ -12,22 +12,20 @@ import io.kdapack.core.kda.KdaPreprocess;
 import io.kdapack.core.kda.KdaRecurrent;
 import io.kdapack.core.kda.Segments;
 import io.kdapack.core.kda.Varlen;
-import io.kdapack.core.linalg.BufferPool;
 import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.nn.KimiDeltaAttention;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.ForkJoinPool;
-import java.util.stream.IntStream;
 
 /**
  * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
  * random-length documents (forward, and forward with backward), the same tokens as one document, the recurrent
- * reference, a fixed matrix product as the machine's ceiling ({@link MatmulProbe}), and the op's preprocessing
- * alone (forward and backward: the passes over memory that fusing it into the chunk kernels would remove, so
- * {@code preprocess_share} bounds what that fusion can gain), each timed as the median of several runs after warm-up
- * runs, all six taking turns run by run so that their ratios see the same machine.
+ * reference, a fixed matrix product as the machine's ceiling ({@link MatmulProbe}), and the packed call with the
+ * preprocessing run once per call into head-major tensors ({@link KdaChunked#preparedPerCall()}, bitwise the same
+ * results; the form every call had before the chunks prepared their own rows, and still has under grouped value
+ * heads), each timed as the median of several runs after warm-up runs, all six taking turns run by run so that their
+ * ratios see the same machine.
  *
  * <p>Two cases: by default the training case, as the model calls the op (no initial states, no final states asked
  * for, no upstream gradient of them); with {@code states} (the inference prefill case, and the op's full contract)
@@ -97,21 +95,19 @@ public final class KdaBenchmark {
         KdaChunked chunked = new KdaChunked(c.threads());
         KdaRecurrent recurrent = new KdaRecurrent(c.threads());
 
+        KdaChunked perCall = chunked.preparedPerCall();
+
         double[] t;
         double[] cpu;
         double matmulGflops;
-        ForkJoinPool preprocessPool = new ForkJoinPool(c.threads());
-        BufferPool preprocessBuffers = new BufferPool();
         try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
             InterleavedTiming.Medians m = InterleavedTiming.measure(c.warmUp(), 0, c.repeats(),
                     () -> packedProblem.forward(chunked), () -> packedProblem.forwardBackward(chunked),
                     () -> singleProblem.forwardBackward(chunked), () -> packedProblem.forwardBackward(recurrent),
-                    matmul::run, () -> packedProblem.preprocess(preprocessPool, preprocessBuffers));
+                    matmul::run, () -> packedProblem.forwardBackward(perCall));
             t = m.wallSeconds();
             cpu = m.cpuSeconds();
             matmulGflops = matmul.flops() / t[4] * 1e-9;
-        } finally {
-            preprocessPool.shutdown();
         }
         boolean recomputed = chunked.keepForBackward(packedProblem.inputs()) != HeadParallelBackend.Keep.INTERMEDIATES;
         double fwdPacked = t[0];
@@ -137,10 +133,11 @@ public final class KdaBenchmark {
         out.put("packed_over_unpacked", fwdBwdPacked / fwdBwdSingle);
         // The same ratio in CPU time: steadier on a shared host, blind to threads left idle by uneven work.
         out.put("packed_over_unpacked_cpu", cpu[1] / cpu[2]);
-        // The passes that fusing the preprocessing into the chunk kernels would remove, as a share of the call (the
-        // layout copies of dO and dv, which fusing would remove too, are not in it).
-        out.put("preprocess_ms", t[5] * 1e3);
-        out.put("preprocess_share", t[5] / fwdBwdPacked);
+        // What preparing the rows in the chunks saves against preparing them once per call (1 under grouped value
+        // heads, where both are the per-call form).
+        out.put("per_call_fwd_bwd_ms", t[5] * 1e3);
+        out.put("rows_in_chunks_speedup", t[5] / fwdBwdPacked);
+        out.put("rows_in_chunks_speedup_cpu", cpu[5] / cpu[1]);
         out.put("recurrent_fwd_bwd_ms", fwdBwdRecurrent * 1e3);
         out.put("chunked_speedup", fwdBwdRecurrent / fwdBwdPacked);
         out.put("flops_fwd_bwd", flops);
@@ -224,19 +221,6 @@ public final class KdaBenchmark {
             KdaInputs in = new KdaInputs(s, i.heads(), i.valueHeads(), i.keyDim(), i.valueDim(), i.q(), i.k(), i.v(),
                     i.g(), i.beta(), i.aLog(), i.dtBias(), states ? normal(rnd, stateSize) : null);
             return new Problem(in, options, dO, states ? normal(rnd, stateSize) : null, states);
-        }
-
-        /**
-         * The op's preprocessing forward and backward alone, blocks of tokens on {@code pool} and head-major tensors
-         * from {@code buffers}, as the chunked backend runs them: the prepared tensors stand in for the gradients of
-         * themselves (the same shapes; the values do not change the work).
-         */
-        void preprocess(ForkJoinPool pool, BufferPool buffers) {
-            KdaPreprocess.BlockRunner runner = (count, block) ->
-                    pool.submit(() -> IntStream.range(0, count).parallel().forEach(block)).join();
-            KdaPreprocess.Prepared p = KdaPreprocess.forward(inputs, options, runner, buffers::take);
-            KdaPreprocess.backward(inputs, options, p, p.q(), p.k(), p.decay(), p.beta(), runner);
-            buffers.give(p.q(), p.k(), p.decay(), p.beta());
         }
 
         void forward(KdaBackend backend) {

@@ -20,7 +20,8 @@ class KdaBenchmarkTest {
             assertEquals(layer ? "layer" : "plain", out.get("options"));
             assertEquals(7, out.get("docs"));
             for (String key : new String[] {"fwd_bwd_ms", "unpacked_fwd_bwd_ms", "packed_over_unpacked",
-                    "packed_over_unpacked_cpu", "gflops", "matmul_gflops", "preprocess_ms", "preprocess_share"}) {
+                    "packed_over_unpacked_cpu", "gflops", "matmul_gflops", "per_call_fwd_bwd_ms",
+                    "rows_in_chunks_speedup", "rows_in_chunks_speedup_cpu"}) {
                 double value = ((Number) out.get(key)).doubleValue();
                 assertTrue(value > 0 && Double.isFinite(value), key + " = " + value);
             }

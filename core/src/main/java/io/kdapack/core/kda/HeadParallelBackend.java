@@ -14,7 +14,10 @@ import java.util.function.IntConsumer;
  * grouped into runs ({@link #runs}: one per document by default).
  *
  * <p>Layout: the preprocessing writes head-major tensors ({@link KdaPreprocess.Prepared}, row {@code vh·T + p}),
- * so a task's rows of q, k, decay and beta are contiguous. The forward reads the values and writes the outputs in
+ * so a task's rows of q, k, decay and beta are contiguous; or, where the subclass can ({@link #preparesRows}), its
+ * kernels prepare each chunk's rows from the raw, token-major inputs themselves ({@link KdaPreprocess.Rows}) and map
+ * their gradients back to the raw inputs there, so that neither the prepared tensors nor their gradients make a pass
+ * over memory of their own (bitwise the same results). The forward reads the values and writes the outputs in
  * the token-major layout of the contract ({@code [T,HV,V]}, a row stride of {@code HV·V}:
  * {@link HeadSequence#valueOffset}), a chunk's rows at a time through per-thread scratch, so neither gets a pass
  * of its own. The backward's upstream gradient {@code dO} and the gradient
@@ -26,8 +29,8 @@ import java.util.function.IntConsumer;
  * tokens ({@code dA_log}, {@code dt_bias}) run after the parallel part in a fixed order, so results are
  * bitwise the same for every thread count.
  *
- * <p>A training forward ({@link #forwardForBackward}) keeps the prepared tensors and what the subclass
- * returns for each head ({@code H}), so that the backward need not run the forward again.
+ * <p>A training forward ({@link #forwardForBackward}) keeps the prepared tensors (when the call has them) and what the
+ * subclass returns for each head ({@code H}), so that the backward need not run the forward again.
  *
  * @param <H> what one head's forward keeps for its backward
  */

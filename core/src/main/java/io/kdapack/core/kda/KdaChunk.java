@@ -96,11 +96,12 @@ public final class KdaChunk {
     private final ChunkMath.Packed endGradient;
     private final ChunkMath.Packed endGradientTransposed;
     private final float[] blockRows;
-    /** The chunk's prepared rows and their gradients when it prepares them itself ({@link #loadRows}). */
-    private final KdaPreprocess.RowScratch prepared;
+    /** The gradients of the chunk's prepared rows when it prepares them itself ({@link #loadRows}). */
+    private final KdaPreprocess.RowGradients rowGradients;
     /**
      * Where the chunk reads its prepared q, k ({@code [L,K]} from row {@link #row0}), decay and beta, and writes
-     * their gradients: the call's head-major tensors from the chunk's first row, or {@link #prepared} from row 0.
+     * their gradients: the call's head-major tensors from the chunk's first row, or, from row 0, the rows it prepared
+     * itself ({@link Intermediates#rows}) and {@link #rowGradients}.
      */
     private float[] qIn;
     private float[] kIn;
@@ -115,7 +116,7 @@ public final class KdaChunk {
     KdaChunk(int keyDim, int valueDim) {
         kd = keyDim;
         vd = valueDim;
-        own = new Intermediates(keyDim, valueDim);
+        own = new Intermediates(keyDim, valueDim, true);
         p = own;
         qg = new float[SIZE * kd];
         kg = new float[SIZE * kd];
@@ -140,16 +141,16 @@ public final class KdaChunk {
         endGradient = packedState();
         endGradientTransposed = packedState();
         blockRows = new float[INVERSE_BLOCK * SIZE];
-        prepared = new KdaPreprocess.RowScratch(SIZE, kd);
+        rowGradients = new KdaPreprocess.RowGradients(SIZE, kd);
     }
 
     /**
      * Points the chunk at its prepared rows: in the call's head-major tensors, or, where {@code s} prepares them per
-     * chunk ({@link HeadParallelBackend.HeadSequence#rows}), into {@link #prepared} from the raw inputs (the same
-     * again in the backward, which keeps nothing of them on the tape).
+     * chunk ({@link HeadParallelBackend.HeadSequence#rows}), those of the intermediates {@link #p}, prepared from the
+     * raw inputs unless {@code prepared} (kept by the forward for this backward).
      */
     private void loadRows(HeadParallelBackend.HeadSequence s, int first, int len,
-                          HeadParallelBackend.HeadGradients grads) {
+                          HeadParallelBackend.HeadGradients grads, boolean prepared) {
         if (s.rows() == null) {
             qIn = s.q();
             kIn = s.k();
@@ -164,21 +165,24 @@ public final class KdaChunk {
             row0 = first;
             return;
         }
-        s.rows().forward(s.head(), s.token(first), len, prepared);
-        qIn = prepared.q;
-        kIn = prepared.k;
-        gIn = prepared.decay;
-        betaIn = prepared.beta;
-        dqOut = prepared.dq;
-        dkOut = prepared.dk;
-        dgOut = prepared.dDecay;
-        dBetaOut = prepared.dBeta;
+        KdaPreprocess.PreparedRows rows = p.rows;
+        if (!prepared) {
+            s.rows().forward(s.head(), s.token(first), len, rows);
+        }
+        qIn = rows.q;
+        kIn = rows.k;
+        gIn = rows.decay;
+        betaIn = rows.beta;
+        dqOut = rowGradients.dq;
+        dkOut = rowGradients.dk;
+        dgOut = rowGradients.dDecay;
+        dBetaOut = rowGradients.dBeta;
         row0 = 0;
     }
 
     /** Fresh storage for one chunk's forward intermediates (about {@link Intermediates#floats} floats). */
-    Intermediates newIntermediates() {
-        return new Intermediates(kd, vd);
+    Intermediates newIntermediates(boolean withRows) {
+        return new Intermediates(kd, vd, withRows);
     }
 
     /** Whether this scratch serves heads of key dim {@code keyDim} and value dim {@code valueDim}. */
@@ -186,9 +190,9 @@ public final class KdaChunk {
         return kd == keyDim && vd == valueDim;
     }
 
-    /** Whether {@code intermediates} were made for this chunk's dimensions. */
-    boolean fits(Intermediates intermediates) {
-        return intermediates.kd == kd && intermediates.vd == vd;
+    /** Whether {@code intermediates} were made for this chunk's dimensions, with prepared rows exactly when asked. */
+    boolean fits(Intermediates intermediates, boolean withRows) {
+        return intermediates.kd == kd && intermediates.vd == vd && (intermediates.rows != null) == withRows;
     }
 
     /**
@@ -207,7 +211,7 @@ public final class KdaChunk {
     void forward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state, float[] h0,
                  float[] ht, float[] o, Intermediates keep) {
         p = keep != null ? keep : own;
-        loadRows(s, first, len, null);
+        loadRows(s, first, len, null, false);
         prepare(s, first, len, docs, state, h0);
         if (o != null) {
             // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents),
@@ -282,13 +286,12 @@ public final class KdaChunk {
     void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, float[] h0,
                   float[] dO, float[] dState, float[] dHt, float[] dH0, HeadParallelBackend.HeadGradients grads,
                   Intermediates kept) {
-        loadRows(s, first, len, grads);
+        p = kept != null ? kept : own;
+        loadRows(s, first, len, grads, kept != null);
         if (kept != null) {
-            p = kept;
             gatherValues(s, first, len);
             decayQk(len);
         } else {
-            p = own;
             prepare(s, first, len, docs, s0, h0);
         }
         int dOff = first * vd;
@@ -380,7 +383,7 @@ public final class KdaChunk {
         elementwiseBackward(len, docs);
         gateGradients(docs);
         if (s.rows() != null) {
-            s.rows().backward(s.head(), s.token(first), len, prepared, grads.dq(), grads.dk(), grads.dg(),
+            s.rows().backward(s.head(), s.token(first), len, p.rows, rowGradients, grads.dq(), grads.dk(), grads.dg(),
                     grads.dBeta(), grads.aLogRows());
         }
     }
@@ -658,10 +661,17 @@ public final class KdaChunk {
         final float[] w;
         final float[] u;
         final float[] vNew;
+        /**
+         * The chunk's rows as the chunk prepared them ({@link HeadParallelBackend.HeadSequence#rows}), kept so that
+         * the backward need not prepare them again; null in intermediates for calls that prepared them into head-major
+         * tensors.
+         */
+        final KdaPreprocess.PreparedRows rows;
 
-        Intermediates(int kd, int vd) {
+        Intermediates(int kd, int vd, boolean withRows) {
             this.kd = kd;
             this.vd = vd;
+            rows = withRows ? new KdaPreprocess.PreparedRows(SIZE, kd) : null;
             expPrefix = new float[SIZE * kd];
             expSuffix = new float[SIZE * kd];
             pairKK = new float[SIZE * SIZE];
@@ -672,9 +682,10 @@ public final class KdaChunk {
             vNew = new float[SIZE * vd];
         }
 
-        /** Floats held for key dim {@code kd} and value dim {@code vd}. */
-        static long floats(int kd, int vd) {
-            return 3L * SIZE * SIZE + 3L * SIZE * kd + 2L * SIZE * vd;
+        /** Floats held for key dim {@code kd} and value dim {@code vd}, with the prepared rows or without. */
+        static long floats(int kd, int vd, boolean withRows) {
+            return 3L * SIZE * SIZE + 3L * SIZE * kd + 2L * SIZE * vd
+                    + (withRows ? KdaPreprocess.PreparedRows.floats(SIZE, kd) : 0);
         }
     }
 }

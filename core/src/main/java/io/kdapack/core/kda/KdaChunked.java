@@ -22,10 +22,13 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /**
-     * Floats of chunk intermediates that the live tapes of one backend may keep (256 MiB; one chunk-head of
-     * K=V=64 holds 128 KiB, of K=V=128 208 KiB); a call that does not fit recomputes them.
+     * Floats of chunk intermediates that the live tapes of one backend may keep (352 MiB); a call that does not fit
+     * recomputes them. One chunk-head of K=V=64 holds 128 KiB, of K=V=128 208 KiB, and, where the chunks prepare
+     * their rows, 49 and 98 KiB more for them (which a tape of the per-call preprocessing keeps beside the budget, as
+     * head-major tensors): the budget holds 2.75 Mi chunk-head rows of K=V=64 with its prepared rows, as many as
+     * 256 MiB did without them.
      */
-    static final long KEPT_FLOATS = 64L << 20;
+    static final long KEPT_FLOATS = 88L << 20;
 
     /** Tokens after which a run of documents is cut at the next document start: at most one partial chunk each. */
     static final int RUN_TOKENS = 2048;
@@ -159,7 +162,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         for (int r = 0; r + 1 < runs.length; r++) {
             chunks += chunks(runTokens(seg, runs, r));
         }
-        long floats = chunks * in.valueHeads() * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim());
+        long floats = chunks * in.valueHeads()
+                * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim(), preparesRows(in));
         // Concurrent calls may each see room and overshoot the budget by one call's worth, no more.
         return keptFloats.get() + floats <= keptFloatsBudget ? Keep.INTERMEDIATES : Keep.STATES;
     }
@@ -173,7 +177,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         int from = s.segments().start(s.firstDoc());
         float[] state = new float[size];
         float[] starts = keep == Keep.NOTHING ? null : new float[chunks * size];
-        KdaChunk.Intermediates[] kept = keep == Keep.INTERMEDIATES ? borrow(chunk, chunks) : null;
+        boolean withRows = s.rows() != null;
+        KdaChunk.Intermediates[] kept = keep == Keep.INTERMEDIATES ? borrow(chunk, chunks, withRows) : null;
         for (int c = 0; c < chunks; c++) {
             int offset = c * KdaChunk.SIZE;
             int len = Math.min(KdaChunk.SIZE, s.length() - offset);
@@ -190,7 +195,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         if (kept == null) {
             return tape;
         }
-        long floats = chunks * KdaChunk.Intermediates.floats(s.keyDim(), s.valueDim());
+        long floats = chunks * KdaChunk.Intermediates.floats(s.keyDim(), s.valueDim(), withRows);
         keptFloats.addAndGet(floats);
         // The release must not reach the HeadTape, or the tape could never be collected.
         Runnable release = () -> {
@@ -231,16 +236,17 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return (length + KdaChunk.SIZE - 1) / KdaChunk.SIZE;
     }
 
-    /** {@code chunks} intermediates that fit {@code chunk}'s dimensions, spare ones first. */
-    private KdaChunk.Intermediates[] borrow(KdaChunk chunk, int chunks) {
+    /** {@code chunks} intermediates that fit {@code chunk}'s dimensions (and hold prepared rows or not), spare first. */
+    private KdaChunk.Intermediates[] borrow(KdaChunk chunk, int chunks, boolean withRows) {
         KdaChunk.Intermediates[] out = new KdaChunk.Intermediates[chunks];
         for (int c = 0; c < chunks; c++) {
             KdaChunk.Intermediates candidate = spare.poll();
-            // A spare of other dimensions (another layer shape) is dropped for the garbage collector.
-            while (candidate != null && !chunk.fits(candidate)) {
+            // A spare of another shape (another layer, or the other form of preprocessing) is dropped for the garbage
+            // collector.
+            while (candidate != null && !chunk.fits(candidate, withRows)) {
                 candidate = spare.poll();
             }
-            out[c] = candidate != null ? candidate : chunk.newIntermediates();
+            out[c] = candidate != null ? candidate : chunk.newIntermediates(withRows);
         }
         return out;
     }

@@ -236,11 +236,11 @@ public final class KdaPreprocess {
     }
 
     /**
-     * The same preprocessing one value head's rows at a time, for kernels that prepare a chunk's rows into their
-     * scratch when they need them (in the forward, and again in the backward) rather than once per call into
-     * head-major tensors: the same operations on each row, so the prepared rows and the raw gradients of q, k, g and
-     * beta are bitwise those of {@link #forward} and {@link #backward}. Only where each value head has a q/k head of its
-     * own ({@code HV = H}): under grouped value heads a q/k row's gradient sums over the group, across tasks.
+     * The same preprocessing one value head's rows at a time, for kernels that prepare a chunk's rows when they
+     * compute it (from the raw, token-major inputs) rather than read head-major tensors prepared once per call: the
+     * same operations on each row, so the prepared rows and the raw gradients of q, k, g and beta are bitwise those of
+     * {@link #forward} and {@link #backward}. Only where each value head has a q/k head of its own ({@code HV = H}):
+     * under grouped value heads a q/k row's gradient sums over the group, across tasks.
      */
     static final class Rows {
         private final KdaInputs in;
@@ -266,7 +266,7 @@ public final class KdaPreprocess {
         }
 
         /** Prepares tokens {@code p0 … p0+len−1} of value head {@code vh} into rows {@code 0 … len−1} of {@code s}. */
-        void forward(int vh, int p0, int len, RowScratch s) {
+        void forward(int vh, int p0, int len, PreparedRows s) {
             for (int r = 0; r < len; r++) {
                 int row = (p0 + r) * heads + vh;
                 prepareQk(in.q(), row, s.q, r * kd, l2Norm ? s.qNorm : null, r, kd, scale);
@@ -277,52 +277,67 @@ public final class KdaPreprocess {
         }
 
         /**
-         * Backward of {@link #forward} of the same rows, given the gradients of the prepared rows in {@code s}: the
-         * raw gradients of those tokens into the token-major {@code dq}, {@code dk [T,H,K]}, {@code dg [T,HV,K]} and
+         * Backward of {@link #forward} of the same rows {@code s}, given their gradients {@code d}: the raw gradients
+         * of those tokens into the token-major {@code dq}, {@code dk [T,H,K]}, {@code dg [T,HV,K]} and
          * {@code dBeta [T,HV]}, and each row's term of {@code A_log}'s gradient into {@code aLogRows [T,HV]} (null
          * without {@code A_log}; see {@link #withParameterGradients}).
          */
-        void backward(int vh, int p0, int len, RowScratch s, float[] dq, float[] dk, float[] dg, float[] dBeta,
-                      double[] aLogRows) {
+        void backward(int vh, int p0, int len, PreparedRows s, RowGradients d, float[] dq, float[] dk, float[] dg,
+                      float[] dBeta, double[] aLogRows) {
             for (int r = 0; r < len; r++) {
                 int row = (p0 + r) * heads + vh;
                 int at = r * kd;
-                qkBackward(s.dq, at, dq, row, s.q, at, l2Norm ? s.qNorm : null, r, kd, scale);
-                qkBackward(s.dk, at, dk, row, s.k, at, l2Norm ? s.kNorm : null, r, kd, 1f);
-                double aLogTerm = gate.backwardRow(vh, in.g(), row * kd, s.dDecay, s.decay, at, dg, s.slopes);
+                qkBackward(d.dq, at, dq, row, s.q, at, l2Norm ? s.qNorm : null, r, kd, scale);
+                qkBackward(d.dk, at, dk, row, s.k, at, l2Norm ? s.kNorm : null, r, kd, 1f);
+                double aLogTerm = gate.backwardRow(vh, in.g(), row * kd, d.dDecay, s.decay, at, dg, d.slopes);
                 if (aLogRows != null) {
                     aLogRows[row] = aLogTerm;
                 }
                 float bt = s.beta[r];
-                dBeta[row] = betaSigmoid ? s.dBeta[r] * bt * (1f - bt) : s.dBeta[r];
+                dBeta[row] = betaSigmoid ? d.dBeta[r] * bt * (1f - bt) : d.dBeta[r];
             }
         }
     }
 
     /**
-     * A chunk's prepared rows and their gradients for {@link Rows}, from row 0: q, k, decay and their gradients
-     * {@code [rows,K]}, beta, its gradient and the norms of q and k {@code [rows]}; {@code slopes [K]} is scratch.
+     * A chunk's rows prepared by {@link Rows}, from row 0: q, k and the decay {@code [rows,K]}, beta and the norms of
+     * q and k {@code [rows]}.
      */
-    static final class RowScratch {
+    static final class PreparedRows {
         final float[] q;
         final float[] k;
         final float[] decay;
         final float[] beta;
         final float[] qNorm;
         final float[] kNorm;
-        final float[] dq;
-        final float[] dk;
-        final float[] dDecay;
-        final float[] dBeta;
-        final float[] slopes;
 
-        RowScratch(int rows, int keyDim) {
+        PreparedRows(int rows, int keyDim) {
             q = new float[rows * keyDim];
             k = new float[rows * keyDim];
             decay = new float[rows * keyDim];
             beta = new float[rows];
             qNorm = new float[rows];
             kNorm = new float[rows];
+        }
+
+        /** Floats held for {@code rows} rows of key dim {@code keyDim}. */
+        static long floats(int rows, int keyDim) {
+            return 3L * rows * keyDim + 3L * rows;
+        }
+    }
+
+    /**
+     * The gradients of a chunk's {@link PreparedRows}, from row 0: of q, k and the decay {@code [rows,K]} and of beta
+     * {@code [rows]}; {@code slopes [K]} is scratch.
+     */
+    static final class RowGradients {
+        final float[] dq;
+        final float[] dk;
+        final float[] dDecay;
+        final float[] dBeta;
+        final float[] slopes;
+
+        RowGradients(int rows, int keyDim) {
             dq = new float[rows * keyDim];
             dk = new float[rows * keyDim];
             dDecay = new float[rows * keyDim];
