@@ -98,9 +98,17 @@ final class ChunkMath {
     /**
      * {@code exp(x)} per lane for {@code x ≤ 0} (the only arguments the chunked form produces), relative
      * error a few ulp: {@code x = n·ln2 + r} with {@code |r| ≤ ln2/2}, a degree-7 Taylor polynomial in
-     * {@code r} (truncation error below 1e-8), times {@code 2^n} built in the exponent bits. Arguments are
-     * clamped at −88, where {@code n = −127} gives exponent bits 0, so everything below about −87.7 (where exp
-     * leaves the normal float range) comes out as exactly 0 without a blend. (The activations' exp,
+     * {@code r} (truncation error below 1e-8), times {@code 2^n} built in the exponent bits; exactly 0 below
+     * {@link #EXP_CUTOFF}.
+     *
+     * <p>The cut: a decay below {@code e^−64 ≈ 1.6e-28} is 0. What it drops is 28 orders of magnitude under the
+     * terms it is summed with (every row's own pair term {@code q_r·k_r} has no decay at all), so no float result
+     * moves by more than rounding; and what it buys is the absence of subnormal floats. Without the cut, strongly
+     * decaying gates (a lower-bound gate at −5, a softplus gate with a large {@code A_log}) give decays down to
+     * {@code e^−87}, whose products with q and k and then with everything else are subnormal, and x86 cores
+     * (Intel's at least; Java cannot set their flush-to-zero mode) take a microcode assist of about a hundred
+     * cycles for each instruction that meets one: such a call ran 3× slower than with mild gates (docs/kda.md).
+     * Arguments are clamped at −88 first, so that the exponent bits stay in range. (The activations' exp,
      * {@code linalg.ExpKernels}, clamps at −87 instead: a decay must reach exact 0 for a hard reset, an
      * activation need not.)
      */
@@ -120,7 +128,7 @@ final class ChunkMath {
         p = p.fma(r, FloatVector.broadcast(SPECIES, 1f));
         p = p.fma(r, FloatVector.broadcast(SPECIES, 1f));
         IntVector exponent = ((IntVector) n.convert(VectorOperators.F2I, 0)).add(127).lanewise(VectorOperators.LSHL, 23);
-        return p.mul(exponent.reinterpretAsFloats());
+        return p.mul(exponent.reinterpretAsFloats()).blend(0f, x.compare(VectorOperators.LT, EXP_CUTOFF));
     }
 
     /** {@link #exp(FloatVector)} of one float, by the same operations: the scalar tails' exp. */
@@ -138,7 +146,7 @@ final class ChunkMath {
         p = Math.fma(p, r, 0.5f);
         p = Math.fma(p, r, 1f);
         p = Math.fma(p, r, 1f);
-        return p * Float.intBitsToFloat(((int) n + 127) << 23);
+        return x < EXP_CUTOFF ? 0f : p * Float.intBitsToFloat(((int) n + 127) << 23);
     }
 
     private static final float ROUNDING_SHIFTER = 12582912f; // 1.5·2^23: adding it rounds to an integer
@@ -146,6 +154,12 @@ final class ChunkMath {
     private static final float LN2_HI = 0.693145752f; // ln 2 split so that n·LN2_HI is exact
     private static final float LN2_LO = 1.42860677e-6f;
     private static final float EXP_FLOOR = -88f;
+    /**
+     * Below this argument {@link #exp(FloatVector)} is 0 (see there). {@link PairwiseDecay} factors a block only
+     * while its exponents stay within ±{@code −EXP_CUTOFF}, so the cut never meets a factor that a larger one
+     * multiplies back.
+     */
+    static final float EXP_CUTOFF = -64f;
 
     /** What a product may skip: the zeros of a triangular operand, or the unwanted half of the result. */
     enum Structure {

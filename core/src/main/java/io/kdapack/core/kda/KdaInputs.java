@@ -1,5 +1,9 @@
 package io.kdapack.core.kda;
 
+import io.kdapack.core.linalg.VectorWidth;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+
 /**
  * Inputs of the KDA op over a flattened token axis of {@code T} tokens (packed layout, or {@code [B,T]}
  * flattened to {@code B·T}). Letters as in architecture §2: {@code H} q/k heads, {@code HV} value heads
@@ -60,6 +64,9 @@ public record KdaInputs(Segments segments, int heads, int valueHeads, int keyDim
         requireLength("g", g, t * valueHeads * keyDim, "[T,HV,K]");
         requireLength("beta", beta, t * valueHeads, "[T,HV]");
         boolean gateInOp = options.gate() != KdaOptions.Gate.NONE;
+        if (!gateInOp) {
+            requireLogDecay();
+        }
         if (gateInOp) {
             requireLength("dtBias", dtBias, (long) valueHeads * keyDim, "[HV*K]");
         } else if (dtBias != null) {
@@ -91,6 +98,33 @@ public record KdaInputs(Segments segments, int heads, int valueHeads, int keyDim
     /** Number of floats of all states {@code [N,HV,K,V]}. */
     public long stateSize() {
         return (long) sequences() * valueHeads * keyDim * valueDim;
+    }
+
+    /**
+     * Without a gate in the op, {@code g} is the log-space decay itself: every entry of a segment token must be
+     * {@code ≤ 0} (the chunked form's exponentials and its skipping of fully decayed pairs rely on it; padding
+     * tokens are never read).
+     */
+    private void requireLogDecay() {
+        int row = valueHeads * keyDim;
+        for (int n = 0; n < segments.count(); n++) {
+            int from = segments.start(n) * row;
+            int to = segments.end(n) * row;
+            int i = from;
+            for (int bound = from + VectorWidth.SPECIES.loopBound(to - from); i < bound; i += VectorWidth.LANES) {
+                if (!FloatVector.fromArray(VectorWidth.SPECIES, g, i).compare(VectorOperators.LE, 0f).allTrue()) {
+                    break; // the element loop below finds which
+                }
+            }
+            for (; i < to; i++) {
+                if (!(g[i] <= 0f)) {
+                    int token = i / row;
+                    throw new IllegalArgumentException("g[" + i + "] = " + g[i] + " (token " + token + ", value head "
+                            + i % row / keyDim + ", key element " + i % keyDim + "): without a gate in the op "
+                            + "(gate = NONE) g is the log-space decay and must be <= 0");
+                }
+            }
+        }
     }
 
     private void requireLength(String name, float[] array, long expected, String shape) {

@@ -25,10 +25,12 @@ final class PairwiseDecay {
 
     static final int BLOCK = 32;
     /**
-     * The largest {@code |Γ_r − Γ_a|} inside a block for which the diagonal block is factored: {@code exp(±80)}
-     * stays a normal float (the range ends near ±87.3), so both factors keep full relative precision.
+     * The largest {@code |Γ_r − Γ_a|} inside a block for which the diagonal block is factored: {@code exp(±64)}
+     * stays a normal float far from the ends of the range (±87.3), so both factors and their products with q and
+     * k keep full relative precision, and no row factor falls under the exponential's cut
+     * ({@link ChunkMath#EXP_CUTOFF}), which only a factor no larger one multiplies back may meet.
      */
-    static final float FACTOR_RANGE = 80f;
+    static final float FACTOR_RANGE = -ChunkMath.EXP_CUTOFF;
     private static final VectorSpecies<Float> SPECIES = ChunkMath.SPECIES;
     private static final int LANES = SPECIES.length();
     private static final int SIZE = KdaChunk.SIZE;
@@ -267,7 +269,8 @@ final class PairwiseDecay {
      * Row r of the diagonal block at a: the decay summed from r down to each column c ≥ from (the later of a and
      * the first row of r's document; the columns before it and after a are zero); the decayed column
      * {@code k_c ⊙ exp(Γ_r − Γ_c)} goes to {@code e}, and its dot products with {@code q_r} and {@code k_r} sum in
-     * the width-independent order of {@link ChunkMath#dot}.
+     * the width-independent order of {@link ChunkMath#dot}. Once the decay of every key element is below the
+     * exponential's cut, the columns further back are 0 (gates are ≤ 0, so the sums only fall) and are not formed.
      */
     private void diagonalRowForward(float[] q, float[] k, float[] g, int first, int a, int from, int r, float[] aQK,
                                     float[] pKK) {
@@ -276,6 +279,11 @@ final class PairwiseDecay {
         Arrays.fill(pKK, r * SIZE + a, r * SIZE + from, 0f);
         Arrays.fill(run, 0f);
         for (int c = r; c >= from; c--) {
+            if (belowCut()) {
+                Arrays.fill(aQK, r * SIZE + from, r * SIZE + c + 1, 0f);
+                Arrays.fill(pKK, r * SIZE + from, r * SIZE + c + 1, 0f);
+                break;
+            }
             int colOff = (first + c) * kd;
             int i = 0;
             for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
@@ -292,14 +300,17 @@ final class PairwiseDecay {
         }
     }
 
-    /** Backward of {@link #diagonalRowForward} over the columns {@code from … r} of row r. */
+    /**
+     * Backward of {@link #diagonalRowForward} over the columns {@code from … r} of row r; the columns whose decays
+     * are all cut (zero) add nothing and are skipped likewise.
+     */
     private void diagonalRowBackward(float[] q, float[] k, float[] g, int first, int from, int r, float[] dAQK,
                                      float[] dP, float[] dq, float[] dk, float[] dGamma) {
         int rowOff = (first + r) * kd;
         Arrays.fill(run, 0f);
         Arrays.fill(dqRow, 0, kd, 0f);
         Arrays.fill(dkRow, 0, kd, 0f);
-        for (int c = r; c >= from; c--) {
+        for (int c = r; c >= from && !belowCut(); c--) {
             int colOff = (first + c) * kd;
             float gradQ = dAQK[r * SIZE + c];
             float gradK = c < r ? dP[r * SIZE + c] : 0f;
@@ -333,5 +344,21 @@ final class PairwiseDecay {
             dk[rowOff + i] += dkRow[i];
             dGamma[r * kd + i] += q[rowOff + i] * dqRow[i] + k[rowOff + i] * dkRow[i];
         }
+    }
+
+    /** Whether every key element's running decay sum {@link #run} is below the exponential's cut (all decays 0). */
+    private boolean belowCut() {
+        int i = 0;
+        for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+            if (!FloatVector.fromArray(SPECIES, run, i).compare(VectorOperators.LT, ChunkMath.EXP_CUTOFF).allTrue()) {
+                return false;
+            }
+        }
+        for (; i < kd; i++) {
+            if (!(run[i] < ChunkMath.EXP_CUTOFF)) {
+                return false;
+            }
+        }
+        return true;
     }
 }

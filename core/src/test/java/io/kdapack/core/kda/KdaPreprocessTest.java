@@ -139,22 +139,29 @@ class KdaPreprocessTest {
         }
     }
 
+    /**
+     * The chunks' exp within 4e-7 relative of {@code Math.exp} down to the cut at −64, exactly 0 below it (down to
+     * the gates of −1000 of a hard reset), on vectors and in the scalar tail alike: no result is subnormal.
+     */
     @Test
-    void vectorExpMatchesMathExpOnTheNonPositiveRange() {
-        float[] x = new float[4096];
+    void vectorExpMatchesMathExpOnTheNonPositiveRangeAndIsZeroBelowTheCut() {
+        float[] x = new float[4099];
         for (int i = 0; i < x.length; i++) {
             x[i] = -100f * i / x.length;
         }
+        x[x.length - 1] = -1000f;
+        x[x.length - 2] = ChunkMath.EXP_CUTOFF;
+        x[x.length - 3] = Math.nextDown(ChunkMath.EXP_CUTOFF);
         float[] y = new float[x.length];
         ChunkMath.exp(x.length, x, 0, y, 0);
         for (int i = 0; i < x.length; i++) {
             double expected = Math.exp(x[i]);
-            if (x[i] <= -88f) {
-                assertEquals(0f, y[i], "exp(" + x[i] + ") flushes to zero");
-            } else if (x[i] < -87f) {
-                assertEquals(expected, y[i], Float.MIN_NORMAL, "exp(" + x[i] + ") near the subnormal range");
+            assertEquals(y[i], ChunkMath.exp(x[i]), "the scalar exp(" + x[i] + ")");
+            if (x[i] < ChunkMath.EXP_CUTOFF) {
+                assertEquals(0f, y[i], "exp(" + x[i] + ") is cut to zero");
             } else {
                 assertEquals(expected, y[i], 4e-7 * expected, "exp(" + x[i] + ")");
+                assertTrue(y[i] >= Float.MIN_NORMAL, "exp(" + x[i] + ") is a normal float");
             }
         }
     }

@@ -45,6 +45,46 @@ class KdaValidationTest {
                 KdaOptions.plain()));
     }
 
+    /**
+     * Without a gate in the op, g is the log-space decay: a positive or NaN entry of a segment token is refused
+     * (the chunks' exponentials assume exponents ≤ 0), one of a padding token is never read and is not.
+     */
+    @Test
+    void aLogSpaceDecayMustNotBePositive() {
+        int[] ids = new int[40]; // tokens 0, 1: document 1, token 2: document 2, tokens 3 … 39 padding
+        ids[0] = 1;
+        ids[1] = 1;
+        ids[2] = 2;
+        Segments padded = Varlen.fromSegmentIds(ids, 1, 40);
+        float[] g = new float[40 * 2 * 2];
+        java.util.Arrays.fill(g, -0.5f);
+        g[39 * 4 + 3] = 7f;
+        g[3 * 4] = Float.NaN;
+        KdaInputs in = new KdaInputs(padded, 1, 2, 2, 3, new float[80], new float[80], new float[240], g,
+                new float[80], null, null, null);
+        forward(in, KdaOptions.plain());
+        g[2 * 4 + 3] = 0.25f;
+        assertMessage("g[11] = 0.25 (token 2, value head 1, key element 1): without a gate in the op (gate = NONE) g "
+                + "is the log-space decay and must be <= 0", () -> forward(in, KdaOptions.plain()));
+        g[2 * 4 + 3] = Float.NaN;
+        assertMessage("g[11] = NaN (token 2, value head 1, key element 1): without a gate in the op (gate = NONE) g "
+                + "is the log-space decay and must be <= 0", () -> forward(in, KdaOptions.plain()));
+        g[2 * 4 + 3] = 0f;
+        forward(in, KdaOptions.plain());
+        // One long document: the positive entry lies in a whole vector of any width.
+        KdaInputs whole = new KdaInputs(Varlen.fromCuSeqlens(new int[] {0, 40}, 40), 1, 2, 2, 3, new float[80],
+                new float[80], new float[240], g, new float[80], null, null, null);
+        g[3 * 4] = -1f;
+        g[39 * 4 + 3] = -1f;
+        g[37 * 4 + 2] = 1e-30f;
+        assertMessage("g[150] = 1.0E-30 (token 37, value head 1, key element 0): without a gate in the op (gate = "
+                + "NONE) g is the log-space decay and must be <= 0", () -> forward(whole, KdaOptions.plain()));
+        // With a gate in the op, g is its raw input, of any sign.
+        g[2 * 4 + 3] = 3f;
+        forward(new KdaInputs(padded, 1, 2, 2, 3, new float[80], new float[80], new float[240], g, new float[80],
+                new float[2], new float[4], null), SOFTPLUS);
+    }
+
     @Test
     void gateParametersArePresentExactlyWhenRequired() {
         assertMessage("dtBias must not be null (expected [HV*K] = 4 values)",
