@@ -10,20 +10,24 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code c ≤ r}, for {@code Aqk} (x = q, y = k) and {@code P} (x = y = k, strictly lower), and their
  * backward. Scratch of one task (not thread-safe).
  *
- * <p>The chunk is cut into blocks of {@value #BLOCK} rows. Inside a diagonal block the decay is formed pair
- * by pair as a running sum of gates from row r down to column c. For columns before the block, whose first
- * row {@code a} serves as anchor, {@code exp(Γ_r − Γ_c) = exp(Γ_r − Γ_a)·exp(Γ_a − Γ_c)} with both factors
+ * <p>The chunk is cut into blocks of {@value #BLOCK} rows. For the columns before a block, whose first row
+ * {@code a} serves as anchor, {@code exp(Γ_r − Γ_c) = exp(Γ_r − Γ_a)·exp(Γ_a − Γ_c)} with both factors
  * exponents ≤ 0 (sums of gates between the rows), and the block is a matrix product
  * {@code (x ⊙ exp(Γ − Γ_a)) · (y ⊙ exp(Γ_a − Γ))ᵀ}. Backward uses
  * {@code dx_r = Σ_c dM[r,c] y_c ⊙ exp(Γ_r − Γ_c)}, {@code dy_c = Σ_r dM[r,c] x_r ⊙ exp(Γ_r − Γ_c)},
  * {@code dΓ_r += x_r ⊙ dx_r}, {@code dΓ_c −= y_c ⊙ dy_c}; the anchor cancels out of all of them. When the
  * decay inside a block stays within {@link #FACTOR_RANGE}, its diagonal block uses the same anchor (column
- * factors {@code exp(Γ_a − Γ_c) ≥ 1}, still finite) and joins the product, masked to its lower triangle, so
- * the pair-by-pair exponentials are only paid for strongly decaying blocks.
+ * factors {@code exp(Γ_a − Γ_c) ≥ 1}, still finite) and joins the product, masked to its lower triangle. A
+ * block that decays more strongly is halved, each half a block of its own with its own anchor (the first half's
+ * rows are columns before the second), down to {@value #MIN_BLOCK} rows, whose diagonal block is formed pair by
+ * pair as a running sum of gates from row r down to column c: the pair-by-pair exponentials are only paid where
+ * the gates fall by more than {@value #FACTOR_RANGE} within {@value #MIN_BLOCK} rows.
  */
 final class PairwiseDecay {
 
     static final int BLOCK = 32;
+    /** The smallest block that strong decay splits a block into ({@link #forwardBlock}). */
+    static final int MIN_BLOCK = 8;
     /**
      * The largest {@code |Γ_r − Γ_a|} inside a block for which the diagonal block is factored: {@code exp(±64)}
      * stays a normal float far from the ends of the range (±87.3), so both factors and their products with q and
@@ -71,30 +75,45 @@ final class PairwiseDecay {
      */
     void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] aQK, float[] pKK) {
         for (int a = 0; a < len; a += BLOCK) {
-            int b = Math.min(BLOCK, len - a);
-            boolean factored = anchorFactors(q, k, g, first, a, b);
-            if (!factored) {
-                for (int r = a; r < a + b; r++) {
-                    diagonalRowForward(q, k, g, first, a, Math.max(a, rowStart[r]), r, aQK, pKK);
-                }
-            }
-            int cols = factored ? a + b : a;
-            if (cols > 0) {
-                // Whole column tiles: the columns past cols (stale rows of kCol) land above the diagonal, where
-                // aQK and P are zeroed or never read.
-                int width = ChunkMath.paddedWidth(cols, SIZE);
-                ChunkMath.packTransposed(kd, width, kCol, 0, kd, columns);
-                ChunkMath.matmul(false, b, 1f, qRow, 0, kd, columns, 0f, aQK, a * SIZE, SIZE);
-                ChunkMath.matmul(false, b, 1f, kRow, 0, kd, columns, 0f, pKK, a * SIZE, SIZE);
-            }
-            for (int r = a; r < a + b; r++) {
-                if (factored) {
-                    Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
-                    Arrays.fill(pKK, r * SIZE + r, r * SIZE + a + b, 0f);
-                }
-                // The pairs across a document boundary: products of finite factors, masked before any use.
-                Arrays.fill(aQK, r * SIZE, r * SIZE + rowStart[r], 0f);
-                Arrays.fill(pKK, r * SIZE, r * SIZE + rowStart[r], 0f);
+            forwardBlock(q, k, g, first, a, Math.min(BLOCK, len - a), rowStart, aQK, pKK);
+        }
+        for (int r = 0; r < len; r++) {
+            // The pairs across a document boundary: products of finite factors, masked before any use.
+            Arrays.fill(aQK, r * SIZE, r * SIZE + rowStart[r], 0f);
+            Arrays.fill(pKK, r * SIZE, r * SIZE + rowStart[r], 0f);
+        }
+    }
+
+    /**
+     * Rows {@code a … a+b−1} of {@code aQK} and {@code pKK} over the columns {@code c ≤ r}: the columns before
+     * {@code a} by the anchored product, the diagonal block by the same product when it is {@link #factorable},
+     * else by halves (or pair by pair once {@code b ≤ MIN_BLOCK}).
+     */
+    private void forwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart, float[] aQK,
+                              float[] pKK) {
+        boolean factored = factorable(g, first, a, b);
+        if (!factored && b > MIN_BLOCK) {
+            int half = b / 2;
+            forwardBlock(q, k, g, first, a, half, rowStart, aQK, pKK);
+            forwardBlock(q, k, g, first, a + half, b - half, rowStart, aQK, pKK);
+            return;
+        }
+        anchorFactors(q, k, g, first, a, b, factored);
+        int cols = factored ? a + b : a;
+        if (cols > 0) {
+            // Whole column tiles: the columns past cols (stale rows of kCol) land at or above the diagonal, where
+            // they are overwritten below, zeroed by the caller or never read.
+            int width = ChunkMath.paddedWidth(cols, SIZE);
+            ChunkMath.packTransposed(kd, width, kCol, 0, kd, columns);
+            ChunkMath.matmul(false, b, 1f, qRow, 0, kd, columns, 0f, aQK, a * SIZE, SIZE);
+            ChunkMath.matmul(false, b, 1f, kRow, 0, kd, columns, 0f, pKK, a * SIZE, SIZE);
+        }
+        for (int r = a; r < a + b; r++) {
+            if (factored) {
+                Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
+                Arrays.fill(pKK, r * SIZE + r, r * SIZE + a + b, 0f);
+            } else {
+                diagonalRowForward(q, k, g, first, a, Math.max(a, rowStart[r]), r, aQK, pKK);
             }
         }
     }
@@ -107,29 +126,41 @@ final class PairwiseDecay {
     void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] dAQK, float[] dP,
                   float[] dq, float[] dk, float[] dGamma) {
         for (int a = 0; a < len; a += BLOCK) {
-            int b = Math.min(BLOCK, len - a);
-            boolean factored = anchorFactors(q, k, g, first, a, b);
-            if (factored) {
-                // The diagonal block joins the products: only its lower triangle may contribute.
-                for (int r = a; r < a + b; r++) {
-                    Arrays.fill(dAQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
-                    Arrays.fill(dP, r * SIZE + r, r * SIZE + a + b, 0f);
-                }
-            } else {
-                for (int r = a; r < a + b; r++) {
-                    diagonalRowBackward(q, k, g, first, Math.max(a, rowStart[r]), r, dAQK, dP, dq, dk, dGamma);
-                }
+            backwardBlock(q, k, g, first, a, Math.min(BLOCK, len - a), rowStart, dAQK, dP, dq, dk, dGamma);
+        }
+    }
+
+    /** Backward of {@link #forwardBlock}: the same blocks, halves and pairs. */
+    private void backwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart,
+                               float[] dAQK, float[] dP, float[] dq, float[] dk, float[] dGamma) {
+        boolean factored = factorable(g, first, a, b);
+        if (!factored && b > MIN_BLOCK) {
+            int half = b / 2;
+            backwardBlock(q, k, g, first, a, half, rowStart, dAQK, dP, dq, dk, dGamma);
+            backwardBlock(q, k, g, first, a + half, b - half, rowStart, dAQK, dP, dq, dk, dGamma);
+            return;
+        }
+        anchorFactors(q, k, g, first, a, b, factored);
+        if (factored) {
+            // The diagonal block joins the products: only its lower triangle may contribute.
+            for (int r = a; r < a + b; r++) {
+                Arrays.fill(dAQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
+                Arrays.fill(dP, r * SIZE + r, r * SIZE + a + b, 0f);
             }
-            int cols = factored ? a + b : a;
-            if (cols > 0) {
-                // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (the columns).
-                ChunkMath.matmul(false, b, kd, cols, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
-                ChunkMath.matmul(false, b, kd, cols, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
-                ChunkMath.matmul(true, cols, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
-                ChunkMath.matmul(true, cols, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
-                rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
-                columnsBackward(cols * kd, k, first * kd, dk, dGamma);
+        } else {
+            for (int r = a; r < a + b; r++) {
+                diagonalRowBackward(q, k, g, first, Math.max(a, rowStart[r]), r, dAQK, dP, dq, dk, dGamma);
             }
+        }
+        int cols = factored ? a + b : a;
+        if (cols > 0) {
+            // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (the columns).
+            ChunkMath.matmul(false, b, kd, cols, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
+            ChunkMath.matmul(false, b, kd, cols, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
+            ChunkMath.matmul(true, cols, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
+            ChunkMath.matmul(true, cols, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
+            rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
+            columnsBackward(cols * kd, k, first * kd, dk, dGamma);
         }
     }
 
@@ -180,20 +211,40 @@ final class PairwiseDecay {
     }
 
     /**
-     * For the block of {@code b} rows at {@code a}: {@code rowDecay_r = exp(Γ_r − Γ_a)}, {@code qRow}, {@code kRow}
-     * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c < a}, {@code kCol} = k times it.
-     * When every {@code |Γ_r − Γ_a|} of the block is at most {@value #FACTOR_RANGE} (returns true), the
-     * columns of the block itself follow too ({@code colDecay_c = exp(Γ_a − Γ_c) ≥ 1} for {@code c ≥ a}, no
-     * overflow and no underflow), so the diagonal block factors like the others; otherwise (strong decay,
-     * returns false) it is left to the pairwise running sums.
+     * Whether every {@code |Γ_r − Γ_a|} of the block of {@code b} rows at {@code a} is at most
+     * {@value #FACTOR_RANGE} (false for NaN): the running sums of its gates, as {@link #rowFactors} forms them.
      */
-    private boolean anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b) {
+    private boolean factorable(float[] g, int first, int a, int b) {
         Arrays.fill(run, 0f);
-        boolean factored = true;
+        boolean inRange = true;
+        for (int r = 1; r < b; r++) {
+            int row = (first + a + r) * kd;
+            int i = 0;
+            for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+                FloatVector runV = FloatVector.fromArray(SPECIES, run, i).add(FloatVector.fromArray(SPECIES, g, row + i));
+                runV.intoArray(run, i);
+                inRange &= runV.abs().compare(VectorOperators.LE, FACTOR_RANGE).allTrue();
+            }
+            for (; i < kd; i++) {
+                run[i] += g[row + i];
+                inRange &= Math.abs(run[i]) <= FACTOR_RANGE;
+            }
+        }
+        return inRange;
+    }
+
+    /**
+     * For the block of {@code b} rows at {@code a}: {@code rowDecay_r = exp(Γ_r − Γ_a)}, {@code qRow}, {@code kRow}
+     * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c < a}, {@code kCol} = k times it. When
+     * {@code factored} ({@link #factorable}), the columns of the block itself follow too
+     * ({@code colDecay_c = exp(Γ_a − Γ_c) ≥ 1} for {@code c ≥ a}, no overflow and no underflow), so the diagonal
+     * block factors like the others.
+     */
+    private void anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b, boolean factored) {
+        Arrays.fill(run, 0f);
         for (int r = 0; r < b; r++) {
             int row = (first + a + r) * kd;
-            boolean inRange = rowFactors(q, k, r > 0 ? g : null, row, r * kd);
-            factored = factored && inRange;
+            rowFactors(q, k, r > 0 ? g : null, row, r * kd);
             if (factored) {
                 columnFactors(k, null, row, (a + r) * kd, true);
             }
@@ -202,16 +253,13 @@ final class PairwiseDecay {
         for (int c = a - 1; c >= 0; c--) {
             columnFactors(k, g, (first + c) * kd, c * kd, false);
         }
-        return factored;
     }
 
     /**
      * One row of the block in one pass: {@code run += g[gRow …]} (unless g is null), {@code rowDecay = exp(run)},
-     * {@code qRow}, {@code kRow} the row times it. Returns whether every {@code |run|} is within
-     * {@link #FACTOR_RANGE} (false for NaN).
+     * {@code qRow}, {@code kRow} the row times it.
      */
-    private boolean rowFactors(float[] q, float[] k, float[] g, int row, int at) {
-        boolean inRange = true;
+    private void rowFactors(float[] q, float[] k, float[] g, int row, int at) {
         int i = 0;
         for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
             FloatVector runV = FloatVector.fromArray(SPECIES, run, i);
@@ -223,7 +271,6 @@ final class PairwiseDecay {
             decay.intoArray(rowDecay, at + i);
             FloatVector.fromArray(SPECIES, q, row + i).mul(decay).intoArray(qRow, at + i);
             FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kRow, at + i);
-            inRange &= runV.abs().compare(VectorOperators.LE, FACTOR_RANGE).allTrue();
         }
         for (; i < kd; i++) {
             if (g != null) {
@@ -233,9 +280,7 @@ final class PairwiseDecay {
             rowDecay[at + i] = decay;
             qRow[at + i] = q[row + i] * decay;
             kRow[at + i] = k[row + i] * decay;
-            inRange &= Math.abs(run[i]) <= FACTOR_RANGE;
         }
-        return inRange;
     }
 
     /**
