@@ -62,9 +62,12 @@ import java.util.Random;
  */
 public final class KdaBenchmark {
 
-    /** Benchmark shape. */
+    /**
+     * Benchmark shape; {@code lowerBound} is the lower-bound gate's bound of the layer options, or null for that of
+     * the default model ({@link #LAYER_OPTIONS}).
+     */
     public record Config(int tokens, int heads, int valueHeads, int keyDim, int valueDim, int docs, boolean states,
-                         boolean layer, int threads, int warmUp, int repeats) {
+                         boolean layer, Float lowerBound, int threads, int warmUp, int repeats) {
         public Config {
             if (tokens < 1 || heads < 1 || valueHeads < 1 || keyDim < 1 || valueDim < 1 || threads < 1
                     || warmUp < 0 || repeats < 1) {
@@ -76,6 +79,22 @@ public final class KdaBenchmark {
             if (valueHeads % heads != 0) {
                 throw new IllegalArgumentException("HV = " + valueHeads + " must be a multiple of H = " + heads);
             }
+            if (lowerBound != null && !layer) {
+                throw new IllegalArgumentException("a lower bound (" + lowerBound + ") needs the layer options");
+            }
+        }
+
+        /** The options the op is called with. */
+        KdaOptions options() {
+            if (!layer) {
+                return KdaOptions.plain();
+            }
+            if (lowerBound == null) {
+                return LAYER_OPTIONS;
+            }
+            KdaConfig d = KdaConfig.defaults();
+            return KimiDeltaAttention.options(new KdaConfig(d.numHeads(), d.numVHeads(), d.headDim(), d.convSize(),
+                    lowerBound.doubleValue(), d.normEps()));
         }
     }
 
@@ -125,6 +144,9 @@ public final class KdaBenchmark {
         out.put("docs", c.docs());
         out.put("case", c.states() ? "states" : "training");
         out.put("options", c.layer() ? "layer" : "plain");
+        if (c.layer()) {
+            out.put("lower_bound", packedProblem.options().lowerBound());
+        }
         out.put("threads", c.threads());
         out.put("fwd_tokens_per_s", c.tokens() / fwdPacked);
         out.put("fwd_bwd_tokens_per_s", c.tokens() / fwdBwdPacked);
@@ -209,7 +231,7 @@ public final class KdaBenchmark {
             float[] h0 = c.states() ? normal(rnd, stateSize) : null;
             KdaInputs in = new KdaInputs(s, c.heads(), c.valueHeads(), c.keyDim(), c.valueDim(), q, k, v, g, beta,
                     aLog, dtBias, h0);
-            return new Problem(in, c.layer() ? LAYER_OPTIONS : KdaOptions.plain(), normal(rnd, v.length),
+            return new Problem(in, c.options(), normal(rnd, v.length),
                     c.states() ? normal(rnd, stateSize) : null, c.states());
         }
 

@@ -14,10 +14,14 @@ class KdaBenchmarkTest {
     void trainingAndStatesCasesRunAndSayWhichTheyAre() {
         for (boolean states : new boolean[] {false, true}) {
             boolean layer = states; // each case once, each options once
-            Map<String, Object> out = KdaBenchmark.run(new KdaBenchmark.Config(150, 1, 2, 8, 8, 7, states, layer, 1, 0,
-                    1));
+            // The layer options at a lower bound of their own; the grouped value heads (HV = 2H) time the per-call
+            // preprocessing against itself, a ratio near 1.
+            Float lowerBound = layer ? -5f : null;
+            Map<String, Object> out = KdaBenchmark.run(new KdaBenchmark.Config(150, 1, 2, 8, 8, 7, states, layer,
+                    lowerBound, 1, 0, 1));
             assertEquals(states ? "states" : "training", out.get("case"));
             assertEquals(layer ? "layer" : "plain", out.get("options"));
+            assertEquals(layer ? -5f : null, out.get("lower_bound"));
             assertEquals(7, out.get("docs"));
             for (String key : new String[] {"fwd_bwd_ms", "unpacked_fwd_bwd_ms", "packed_over_unpacked",
                     "packed_over_unpacked_cpu", "gflops", "matmul_gflops", "per_call_fwd_bwd_ms",
@@ -29,9 +33,16 @@ class KdaBenchmarkTest {
     }
 
     @Test
+    void aLowerBoundWithoutTheLayerOptionsIsRefused() {
+        var e = assertThrows(IllegalArgumentException.class,
+                () -> new KdaBenchmark.Config(10, 1, 1, 8, 8, 1, false, false, -5f, 1, 0, 1));
+        assertEquals("a lower bound (-5.0) needs the layer options", e.getMessage());
+    }
+
+    @Test
     void moreDocumentsThanTokensIsRefused() {
         var e = assertThrows(IllegalArgumentException.class,
-                () -> new KdaBenchmark.Config(10, 1, 1, 8, 8, 11, false, false, 1, 0, 1));
+                () -> new KdaBenchmark.Config(10, 1, 1, 8, 8, 11, false, false, null, 1, 0, 1));
         assertTrue(e.getMessage().contains("docs must be in [1, T = 10], got 11"), e.getMessage());
     }
 }

@@ -42,6 +42,11 @@ public final class KdaBenchCommand implements Callable<Integer> {
             + "lower-bound gate, beta sigmoid), timing the preprocessing too; default: the plain op.")
     boolean layerOptions;
 
+    @Option(names = "--lower-bound", description = "With --layer-options: the lower-bound gate's bound in [-5, 0) "
+            + "(default: the default model's, -0.01). At -5 the gates decay strongly: most of a chunk's decays leave "
+            + "the float range.")
+    Float lowerBound;
+
     @Mixin
     ThreadsOption threads;
 
@@ -51,7 +56,7 @@ public final class KdaBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         KdaBenchmark.Config config = new KdaBenchmark.Config(tokens, heads, valueHeads == null ? heads : valueHeads,
-                keyDim, valueDim, docs, states, layerOptions, threads.count(),
+                keyDim, valueDim, docs, states, layerOptions, lowerBound, threads.count(),
                 timing.warmUp(12), timing.repeats(7));
         System.out.println(new ObjectMapper().writeValueAsString(KdaBenchmark.run(config)));
         return 0;
