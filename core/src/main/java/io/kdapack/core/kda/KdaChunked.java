@@ -236,7 +236,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return (length + KdaChunk.SIZE - 1) / KdaChunk.SIZE;
     }
 
-    /** {@code chunks} intermediates that fit {@code chunk}'s dimensions (and hold prepared rows or not), spare first. */
+    /** {@code chunks} intermediates that fit {@code chunk}'s dimensions, with prepared rows or not, spare first. */
     private KdaChunk.Intermediates[] borrow(KdaChunk chunk, int chunks, boolean withRows) {
         KdaChunk.Intermediates[] out = new KdaChunk.Intermediates[chunks];
         for (int c = 0; c < chunks; c++) {

@@ -462,7 +462,8 @@ public final class KdaPreprocess {
 
         /**
          * Backward of {@link #decayRow}: {@code dg[gAt + i] = dDecay[at + i] · ∂decay/∂x} with
-         * {@code x = g + dt_bias} (whose sums over tokens are {@code dt_bias}'s gradient: {@link #withParameterGradients}).
+         * {@code x = g + dt_bias} (whose sums over tokens are {@code dt_bias}'s gradient:
+         * {@link #withParameterGradients}).
          * Returns the row's term of {@code A_log}'s gradient, {@code Σ_i dDecay · ∂decay/∂A_log} in double, i in
          * order (0 without {@code A_log}). {@code slopes} is K floats of scratch.
          */
@@ -491,7 +492,7 @@ public final class KdaPreprocess {
                 case LOWER_BOUND -> {
                     float a = aScale[vh];
                     int bias = vh * keyDim;
-                    // The float part on vectors (dg, and the sigmoids' slopes kept for A_log's terms), then those terms.
+                    // The float part on vectors (dg, and the sigmoids' slopes kept for A_log's terms), then the terms.
                     int i = 0;
                     for (int bound = SPECIES.loopBound(keyDim); i < bound; i += LANES) {
                         FloatVector x = preActivation(g, gAt + i, bias + i);

@@ -17,22 +17,24 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code dx_r = Σ_c dM[r,c] y_c ⊙ exp(Γ_r − Γ_c)}, {@code dy_c = Σ_r dM[r,c] x_r ⊙ exp(Γ_r − Γ_c)},
  * {@code dΓ_r += x_r ⊙ dx_r}, {@code dΓ_c −= y_c ⊙ dy_c}; the anchor cancels out of all of them. When the
  * decay inside a block stays within {@link #FACTOR_RANGE}, its diagonal block uses the same anchor (column
- * factors {@code exp(Γ_a − Γ_c) ≥ 1}, still finite) and joins the product, masked to its lower triangle. A
- * block that decays more strongly is halved, each half a block of its own with its own anchor (the first half's
- * rows are columns before the second), down to {@value #MIN_BLOCK} rows, whose diagonal block is formed pair by
- * pair as a running sum of gates from row r down to column c: the pair-by-pair exponentials are only paid where
- * the gates fall by more than {@value #FACTOR_RANGE} within {@value #MIN_BLOCK} rows.
+ * factors {@code exp(Γ_a − Γ_c) ≥ 1}, still finite) and joins the product, masked to its lower triangle. Where
+ * the gates decay more strongly the block is made shorter, halved down to {@value #MIN_BLOCK} rows
+ * ({@link #blockRows}), and the next block starts where it ends; a block of {@value #MIN_BLOCK} rows still out of
+ * range has its diagonal block formed pair by pair as a running sum of gates from row r down to column c: the
+ * pair-by-pair exponentials are only paid where the gates fall by more than {@value #FACTOR_RANGE} within
+ * {@value #MIN_BLOCK} rows.
  */
 final class PairwiseDecay {
 
     static final int BLOCK = 32;
-    /** The smallest block that strong decay splits a block into ({@link #forwardBlock}). */
+    /** The shortest block that strong decay makes ({@link #blockRows}). */
     static final int MIN_BLOCK = 8;
     /**
      * The largest {@code |Γ_r − Γ_a|} inside a block for which the diagonal block is factored: {@code exp(±64)}
      * stays a normal float far from the ends of the range (±87.3), so both factors and their products with q and
-     * k keep full relative precision, and no row factor falls under the exponential's cut
-     * ({@link ChunkMath#EXP_CUTOFF}), which only a factor no larger one multiplies back may meet.
+     * k keep full relative precision; and the row factors {@code exp(Γ_r − Γ_a) ≥ e^−64} of a factored block, which
+     * its column factors (up to {@code e^64}) multiply back, never meet the exponential's cut
+     * ({@link ChunkMath#EXP_CUTOFF}), which may only zero a factor that nothing larger multiplies back.
      */
     static final float FACTOR_RANGE = -ChunkMath.EXP_CUTOFF;
     private static final VectorSpecies<Float> SPECIES = ChunkMath.SPECIES;
@@ -74,8 +76,9 @@ final class PairwiseDecay {
      * different documents ({@code c < rowStart[r]}, the local first row of r's document).
      */
     void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] aQK, float[] pKK) {
-        for (int a = 0; a < len; a += BLOCK) {
-            forwardBlock(q, k, g, first, a, Math.min(BLOCK, len - a), rowStart, aQK, pKK);
+        for (int a = 0, b; a < len; a += b) {
+            b = blockRows(g, first, a, len);
+            forwardBlock(q, k, g, first, a, b, rowStart, aQK, pKK);
         }
         for (int r = 0; r < len; r++) {
             // The pairs across a document boundary: products of finite factors, masked before any use.
@@ -85,19 +88,26 @@ final class PairwiseDecay {
     }
 
     /**
+     * The rows of the block at {@code a}: {@value #BLOCK} (or the chunk's rest), halved while its gates fall by more
+     * than {@value #FACTOR_RANGE} ({@link #factorable}), down to {@value #MIN_BLOCK}. A rule of the gates alone, so
+     * the forward and the backward cut the same blocks.
+     */
+    private int blockRows(float[] g, int first, int a, int len) {
+        int b = Math.min(BLOCK, len - a);
+        while (b > MIN_BLOCK && !factorable(g, first, a, b)) {
+            b /= 2;
+        }
+        return b;
+    }
+
+    /**
      * Rows {@code a … a+b−1} of {@code aQK} and {@code pKK} over the columns {@code c ≤ r}: the columns before
      * {@code a} by the anchored product, the diagonal block by the same product when it is {@link #factorable},
-     * else by halves (or pair by pair once {@code b ≤ MIN_BLOCK}).
+     * else pair by pair.
      */
     private void forwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart, float[] aQK,
                               float[] pKK) {
         boolean factored = factorable(g, first, a, b);
-        if (!factored && b > MIN_BLOCK) {
-            int half = b / 2;
-            forwardBlock(q, k, g, first, a, half, rowStart, aQK, pKK);
-            forwardBlock(q, k, g, first, a + half, b - half, rowStart, aQK, pKK);
-            return;
-        }
         anchorFactors(q, k, g, first, a, b, factored);
         int cols = factored ? a + b : a;
         if (cols > 0) {
@@ -125,21 +135,16 @@ final class PairwiseDecay {
      */
     void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] dAQK, float[] dP,
                   float[] dq, float[] dk, float[] dGamma) {
-        for (int a = 0; a < len; a += BLOCK) {
-            backwardBlock(q, k, g, first, a, Math.min(BLOCK, len - a), rowStart, dAQK, dP, dq, dk, dGamma);
+        for (int a = 0, b; a < len; a += b) {
+            b = blockRows(g, first, a, len);
+            backwardBlock(q, k, g, first, a, b, rowStart, dAQK, dP, dq, dk, dGamma);
         }
     }
 
-    /** Backward of {@link #forwardBlock}: the same blocks, halves and pairs. */
+    /** Backward of {@link #forwardBlock}. */
     private void backwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart,
                                float[] dAQK, float[] dP, float[] dq, float[] dk, float[] dGamma) {
         boolean factored = factorable(g, first, a, b);
-        if (!factored && b > MIN_BLOCK) {
-            int half = b / 2;
-            backwardBlock(q, k, g, first, a, half, rowStart, dAQK, dP, dq, dk, dGamma);
-            backwardBlock(q, k, g, first, a + half, b - half, rowStart, dAQK, dP, dq, dk, dGamma);
-            return;
-        }
         anchorFactors(q, k, g, first, a, b, factored);
         if (factored) {
             // The diagonal block joins the products: only its lower triangle may contribute.
@@ -221,7 +226,8 @@ final class PairwiseDecay {
             int row = (first + a + r) * kd;
             int i = 0;
             for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
-                FloatVector runV = FloatVector.fromArray(SPECIES, run, i).add(FloatVector.fromArray(SPECIES, g, row + i));
+                FloatVector runV = FloatVector.fromArray(SPECIES, run, i)
+                        .add(FloatVector.fromArray(SPECIES, g, row + i));
                 runV.intoArray(run, i);
                 inRange &= runV.abs().compare(VectorOperators.LE, FACTOR_RANGE).allTrue();
             }

@@ -12,9 +12,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * {@link PairwiseDecay} against its definition in double, {@code M[r,c] = Σ_d x_r y_c exp(Γ_r − Γ_c)} over the
  * pairs of one document, and the gradients of it, for gates that take each of its paths: blocks of 32 factored
- * whole (mild gates), halved into blocks of 16 or 8 (gates near −5, a lower-bound gate's floor), formed pair by pair
- * (gates of −10 to −40, where every decay leaves the exponential's range within a few rows and the pairs past it are
- * skipped), and hard resets of −1000 in one key element. Tolerances: 1e-5 relative for the products and the
+ * whole (mild gates), blocks of 16 or 8 (gates near −5, a lower-bound gate's floor), diagonal blocks formed pair by
+ * pair (gates of −10 to −40, where every decay leaves the exponential's range within a few rows and the pairs past it
+ * are skipped), and hard resets of −1000 in one key element. Tolerances: 1e-5 relative for the products and the
  * gradients of q and k; float against double lands near 1e-7, and a dropped or doubled pair, block or factor moves
  * the result by far more. The gate's gradient sums terms that cancel (each pair adds its term to row r and takes it
  * from column c; the diagonal pairs cancel exactly in the definition and to rounding in float), so its error is
@@ -27,7 +27,7 @@ class PairwiseDecayTest {
     static Stream<Arguments> gates() {
         return Stream.of(
                 Arguments.of("mild gates: whole blocks", (GateDraw) rnd -> -0.1 * rnd.nextDouble()),
-                Arguments.of("gates near -5: halves", (GateDraw) rnd -> -1 - 4 * rnd.nextDouble()),
+                Arguments.of("gates near -5: shorter blocks", (GateDraw) rnd -> -1 - 4 * rnd.nextDouble()),
                 Arguments.of("gates of -10 to -40: pair by pair", (GateDraw) rnd -> -10 - 30 * rnd.nextDouble()),
                 Arguments.of("hard resets in one key element", (GateDraw) rnd -> -0.05 * rnd.nextDouble()));
     }
