@@ -91,11 +91,11 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     /**
-     * Each chunk prepares its rows from the raw inputs into its scratch, in the forward and again in the backward,
-     * and maps their gradients back to the raw inputs there, where each value head has q/k heads of its own
-     * ({@code HV = H}): the preprocessing then costs no pass over memory of its own (see docs/kda.md). Under
-     * grouped value heads the gradient of a q/k row sums over the value heads of its group, which are other tasks;
-     * there the preprocessing runs once per call.
+     * Each chunk prepares its rows from the raw inputs into its intermediates (kept for the backward, or prepared
+     * again when the backward recomputes them), and maps their gradients back to the raw inputs in its backward,
+     * where each value head has a q/k head of its own ({@code HV = H}): the preprocessing then costs no pass over
+     * memory of its own (see docs/kda.md). Under grouped value heads the gradient of a q/k row sums over the value
+     * heads of its group, which are other tasks; there the preprocessing runs once per call.
      */
     @Override
     boolean preparesRows(KdaInputs in) {

@@ -114,7 +114,7 @@ public final class KdaPreprocess {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
                     gate.decayRow(vh, in.g(), row * kd, decay, headRow * kd);
-                    beta[headRow] = options.betaSigmoid() ? sigmoid(in.beta()[row]) : in.beta()[row];
+                    beta[headRow] = preparedBeta(in.beta()[row], options.betaSigmoid());
                 }
             }
         });
@@ -176,13 +176,9 @@ public final class KdaPreprocess {
                 for (int vh = 0; vh < hv; vh++) {
                     int row = p * hv + vh;
                     int headRow = vh * t + p;
-                    double aLogTerm = gate.backwardRow(vh, in.g(), row * kd, dDecay, prepared.decay(), headRow * kd,
-                            rawDg, slopes);
-                    if (aLogRows != null) {
-                        aLogRows[row] = aLogTerm;
-                    }
-                    float bt = prepared.beta()[headRow];
-                    rawDBeta[row] = options.betaSigmoid() ? dBeta[headRow] * bt * (1f - bt) : dBeta[headRow];
+                    gate.backwardRow(vh, in.g(), row * kd, dDecay, prepared.decay(), headRow * kd, rawDg, slopes,
+                            aLogRows, row);
+                    rawDBeta[row] = rawBetaGradient(dBeta[headRow], prepared.beta()[headRow], options.betaSigmoid());
                 }
             }
         });
@@ -200,17 +196,21 @@ public final class KdaPreprocess {
     static RawGradients withParameterGradients(KdaInputs in, KdaOptions options, float[] dq, float[] dk, float[] dg,
                                                float[] dBeta, double[] aLogRows, BlockRunner runner) {
         int hv = in.valueHeads();
-        float[] dALog = aLogRows == null ? null : tokenSums(in, hv, runner, (p, sum) -> {
+        boolean[] inside = insideSegments(in.segments());
+        float[] dALog = aLogRows == null ? null : tokenSums(in, inside, hv, runner, (p, sum) -> {
             for (int vh = 0; vh < hv; vh++) {
                 sum[vh] += aLogRows[p * hv + vh];
             }
         });
         int width = hv * in.keyDim();
-        float[] dDtBias = options.gate() == KdaOptions.Gate.NONE ? null : tokenSums(in, width, runner, (p, sum) -> {
-            for (int i = 0, at = p * width; i < width; i++) {
-                sum[i] += dg[at + i];
-            }
-        });
+        float[] dDtBias = null;
+        if (options.gate() != KdaOptions.Gate.NONE) {
+            dDtBias = tokenSums(in, inside, width, runner, (p, sum) -> {
+                for (int i = 0, at = p * width; i < width; i++) {
+                    sum[i] += dg[at + i];
+                }
+            });
+        }
         return new RawGradients(dq, dk, dg, dBeta, dALog, dDtBias);
     }
 
@@ -220,11 +220,14 @@ public final class KdaPreprocess {
         void addTo(int p, double[] sum);
     }
 
-    /** {@code width} sums over the segment tokens, in double per block of tokens, the blocks added in order. */
-    private static float[] tokenSums(KdaInputs in, int width, BlockRunner runner, TokenTerms terms) {
+    /**
+     * {@code width} sums over the tokens {@code inside} the segments, in double per block of tokens, the blocks added
+     * in order.
+     */
+    private static float[] tokenSums(KdaInputs in, boolean[] inside, int width, BlockRunner runner,
+                                     TokenTerms terms) {
         int t = in.tokens();
         double[][] sums = new double[blocks(t)][width];
-        boolean[] inside = insideSegments(in.segments());
         runner.run(sums.length, b -> {
             for (int p = b * TOKEN_BLOCK, end = Math.min(t, p + TOKEN_BLOCK); p < end; p++) {
                 if (inside[p]) {
@@ -272,7 +275,7 @@ public final class KdaPreprocess {
                 prepareQk(in.q(), row, s.q, r * kd, l2Norm ? s.qNorm : null, r, kd, scale);
                 prepareQk(in.k(), row, s.k, r * kd, l2Norm ? s.kNorm : null, r, kd, 1f);
                 gate.decayRow(vh, in.g(), row * kd, s.decay, r * kd);
-                s.beta[r] = betaSigmoid ? sigmoid(in.beta()[row]) : in.beta()[row];
+                s.beta[r] = preparedBeta(in.beta()[row], betaSigmoid);
             }
         }
 
@@ -289,12 +292,8 @@ public final class KdaPreprocess {
                 int at = r * kd;
                 qkBackward(d.dq, at, dq, row, s.q, at, l2Norm ? s.qNorm : null, r, kd, scale);
                 qkBackward(d.dk, at, dk, row, s.k, at, l2Norm ? s.kNorm : null, r, kd, 1f);
-                double aLogTerm = gate.backwardRow(vh, in.g(), row * kd, d.dDecay, s.decay, at, dg, d.slopes);
-                if (aLogRows != null) {
-                    aLogRows[row] = aLogTerm;
-                }
-                float bt = s.beta[r];
-                dBeta[row] = betaSigmoid ? d.dBeta[r] * bt * (1f - bt) : d.dBeta[r];
+                gate.backwardRow(vh, in.g(), row * kd, d.dDecay, s.decay, at, dg, d.slopes, aLogRows, row);
+                dBeta[row] = rawBetaGradient(d.dBeta[r], s.beta[r], betaSigmoid);
             }
         }
     }
@@ -344,6 +343,16 @@ public final class KdaPreprocess {
             dBeta = new float[rows];
             slopes = new float[keyDim];
         }
+    }
+
+    /** Beta as the recurrence consumes it: {@code sigmoid(raw)} with the beta sigmoid in the op, else raw. */
+    private static float preparedBeta(float raw, boolean sigmoid) {
+        return sigmoid ? sigmoid(raw) : raw;
+    }
+
+    /** The gradient of the raw beta given that of the {@link #preparedBeta} {@code beta}. */
+    private static float rawBetaGradient(float dBeta, float beta, boolean sigmoid) {
+        return sigmoid ? dBeta * beta * (1f - beta) : dBeta;
     }
 
     private static int blocks(int tokens) {
@@ -464,11 +473,11 @@ public final class KdaPreprocess {
          * Backward of {@link #decayRow}: {@code dg[gAt + i] = dDecay[at + i] · ∂decay/∂x} with
          * {@code x = g + dt_bias} (whose sums over tokens are {@code dt_bias}'s gradient:
          * {@link #withParameterGradients}).
-         * Returns the row's term of {@code A_log}'s gradient, {@code Σ_i dDecay · ∂decay/∂A_log} in double, i in
-         * order (0 without {@code A_log}). {@code slopes} is K floats of scratch.
+         * The row's term of {@code A_log}'s gradient, {@code Σ_i dDecay · ∂decay/∂A_log} in double, i in order, goes
+         * to {@code aLogRows[aLogAt]} (null without {@code A_log}). {@code slopes} is K floats of scratch.
          */
-        double backwardRow(int vh, float[] g, int gAt, float[] dDecay, float[] decay, int at, float[] dg,
-                           float[] slopes) {
+        void backwardRow(int vh, float[] g, int gAt, float[] dDecay, float[] decay, int at, float[] dg,
+                         float[] slopes, double[] aLogRows, int aLogAt) {
             double aLogTerm = 0;
             switch (form) {
                 case NONE -> System.arraycopy(dDecay, at, dg, gAt, keyDim);
@@ -514,7 +523,9 @@ public final class KdaPreprocess {
                     }
                 }
             }
-            return aLogTerm;
+            if (aLogRows != null) {
+                aLogRows[aLogAt] = aLogTerm;
+            }
         }
     }
 

@@ -89,8 +89,8 @@ final class PairwiseDecay {
 
     /**
      * The rows of the block at {@code a}: {@value #BLOCK} (or the chunk's rest), halved while its gates fall by more
-     * than {@value #FACTOR_RANGE} ({@link #factorable}), down to {@value #MIN_BLOCK}. A rule of the gates alone, so
-     * the forward and the backward cut the same blocks.
+     * than {@value #FACTOR_RANGE} ({@link #factorable}), down to {@value #MIN_BLOCK}: a block longer than that
+     * factors. A rule of the gates alone, so the forward and the backward cut the same blocks.
      */
     private int blockRows(float[] g, int first, int a, int len) {
         int b = Math.min(BLOCK, len - a);
@@ -107,7 +107,7 @@ final class PairwiseDecay {
      */
     private void forwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart, float[] aQK,
                               float[] pKK) {
-        boolean factored = factorable(g, first, a, b);
+        boolean factored = b > MIN_BLOCK || factorable(g, first, a, b); // blockRows checked a longer block
         anchorFactors(q, k, g, first, a, b, factored);
         int cols = factored ? a + b : a;
         if (cols > 0) {
@@ -144,7 +144,7 @@ final class PairwiseDecay {
     /** Backward of {@link #forwardBlock}. */
     private void backwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart,
                                float[] dAQK, float[] dP, float[] dq, float[] dk, float[] dGamma) {
-        boolean factored = factorable(g, first, a, b);
+        boolean factored = b > MIN_BLOCK || factorable(g, first, a, b); // blockRows checked a longer block
         anchorFactors(q, k, g, first, a, b, factored);
         if (factored) {
             // The diagonal block joins the products: only its lower triangle may contribute.
