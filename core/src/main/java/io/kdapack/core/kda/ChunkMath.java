@@ -24,8 +24,15 @@ final class ChunkMath {
 
     static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
     private static final int LANES = SPECIES.length();
-    /** Columns of B (and C) that one register tile covers: two vectors. */
+    /** Columns of B (and C) that a narrow register tile covers: two vectors. */
     private static final int STRIPE = 2 * LANES;
+    /**
+     * Columns of a wide register tile: four vectors where vectors are of 16 floats (AVX-512, whose 32 registers hold
+     * 6 × 4 accumulators, four B vectors and a broadcast: 10 loads per 24 multiply-adds instead of 8 per 12; 1.1–1.2×
+     * the rate on 64×64×64 products), else two (a 6 × 4 tile of AVX2 vectors would not fit its 16 registers).
+     * The tile's width changes which elements share a loop, never the terms or the order of an element's sum.
+     */
+    private static final int WIDE_STRIPE = LANES >= 16 ? 4 * LANES : STRIPE;
 
     private ChunkMath() {
     }
@@ -177,10 +184,11 @@ final class ChunkMath {
     }
 
     /**
-     * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks: each two-vector stripe of B's
-     * columns is copied to a per-thread panel ({@link #packStripe}) and A is read in place; a 6-row (then a
-     * 4-, 3- or 2-row) × 2-vector tile of C stays in registers (12 accumulators, two B vectors and one broadcast
-     * fill the 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and
+     * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks: each stripe of B's columns (four
+     * vectors wide on AVX-512, else two: {@link #WIDE_STRIPE}) is copied to a per-thread panel ({@link #packStripe})
+     * and A is read in place; a 6-row (then a 4-, 3- or 2-row) tile of C over the stripe stays in registers (at two
+     * vectors, 12 accumulators, two B vectors and one broadcast fill the 16 AVX2 registers; about 40% faster than 4
+     * rows on 64×64×64), and
      * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
      * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
      * {@code structure} skips only terms whose A entry is a stored zero, which leave an accumulator unchanged,
@@ -192,9 +200,10 @@ final class ChunkMath {
         int depthStep = transA ? lda : 1;
         float[] panel = n >= STRIPE ? stripePanel(k) : null;
         int j = 0;
-        for (; j + STRIPE <= n; j += STRIPE) {
-            packStripe(k, b, bOff + j, ldb, panel);
-            stripeRows(structure, m, k, j, alpha, a, aOff, rowStep, depthStep, panel, beta, c, cOff, ldc);
+        for (int width; j + STRIPE <= n; j += width) {
+            width = stripeWidth(n - j);
+            packStripe(k, width, b, bOff + j, ldb, panel);
+            stripeRows(structure, m, k, j, width, alpha, a, aOff, rowStep, depthStep, panel, beta, c, cOff, ldc);
         }
         restColumns(structure, m, k, j, n, alpha, a, aOff, rowStep, depthStep, b, bOff, ldb, beta, c, cOff, ldc);
     }
@@ -220,53 +229,89 @@ final class ChunkMath {
                        float beta, float[] c, int cOff, int ldc) {
         int rowStep = transA ? 1 : lda;
         int depthStep = transA ? lda : 1;
-        int stripes = b.n / STRIPE;
-        for (int s = 0; s < stripes; s++) {
-            stripeRows(structure, m, b.k, s * STRIPE, alpha, a, aOff, rowStep, depthStep, b.stripes[s], beta, c,
+        int full = 0;
+        for (int s = 0, width; full + STRIPE <= b.n; s++, full += width) {
+            width = stripeWidth(b.n - full);
+            stripeRows(structure, m, b.k, full, width, alpha, a, aOff, rowStep, depthStep, b.stripes[s], beta, c,
                     cOff, ldc);
         }
-        int full = stripes * STRIPE;
         // The rest block's column j − full holds B's column j.
         restColumns(structure, m, b.k, full, b.n, alpha, a, aOff, rowStep, depthStep, b.rest, -full, b.n - full,
                 beta, c, cOff, ldc);
     }
 
-    /** Columns {@code j … j+STRIPE−1} of C from the packed stripe {@code panel} of B, in register tiles of rows. */
-    private static void stripeRows(Structure structure, int m, int k, int j, float alpha, float[] a, int aOff,
-                                   int rowStep, int depthStep, float[] panel, float beta, float[] c, int cOff,
-                                   int ldc) {
+    /**
+     * The width of the stripe of B that starts {@code remaining ≥ STRIPE} columns before B's end: wide stripes while
+     * they fit, then narrow ones.
+     */
+    private static int stripeWidth(int remaining) {
+        return remaining >= WIDE_STRIPE ? WIDE_STRIPE : STRIPE;
+    }
+
+    /**
+     * Columns {@code j … j+width−1} of C from the packed stripe {@code panel} of B ({@code width} {@link #STRIPE} or
+     * {@link #WIDE_STRIPE}), in register tiles of rows.
+     */
+    private static void stripeRows(Structure structure, int m, int k, int j, int width, float alpha, float[] a,
+                                   int aOff, int rowStep, int depthStep, float[] panel, float beta, float[] c,
+                                   int cOff, int ldc) {
+        boolean wide = width != STRIPE;
         int i = structure == Structure.LOWER_C ? firstRowReaching(j, m) : 0;
         for (; i + 6 <= m; i += 6) {
-            tile6x2(depthFrom(structure, i), depthTo(structure, i + 6, k), alpha, a, aOff + i * rowStep, rowStep,
-                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
+            int from = depthFrom(structure, i);
+            int to = depthTo(structure, i + 6, k);
+            int at = cOff + i * ldc + j;
+            if (wide) {
+                tile6x4(from, to, alpha, a, aOff + i * rowStep, rowStep, depthStep, panel, beta, c, at, ldc);
+            } else {
+                tile6x2(from, to, alpha, a, aOff + i * rowStep, rowStep, depthStep, panel, beta, c, at, ldc);
+            }
         }
         // The rows past the 6-row tiles: one tile of 4, 3 or 2 rows (4 and a single row for 5), so that short
         // products (a document's rows of a chunk) do not fall to single rows, whose two dependency chains leave the
-        // FMA units idle.
+        // FMA units idle. A wide stripe covers 3 rows as 2 and 1 over the 3-row tile's depth range: the same terms.
         int rest = m - i;
-        if (rest >= 4) {
-            tile4x2(depthFrom(structure, i), depthTo(structure, i + 4, k), alpha, a, aOff + i * rowStep, rowStep,
-                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
-            i += 4;
-        } else if (rest == 3) {
-            tile3x2(depthFrom(structure, i), depthTo(structure, i + 3, k), alpha, a, aOff + i * rowStep, rowStep,
-                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
-            i += 3;
-        } else if (rest == 2) {
-            tile2x2(depthFrom(structure, i), depthTo(structure, i + 2, k), alpha, a, aOff + i * rowStep, rowStep,
-                    depthStep, panel, beta, c, cOff + i * ldc + j, ldc);
-            i += 2;
+        int tileRows = rest >= 4 ? 4 : rest;
+        if (tileRows >= 2) {
+            int from = depthFrom(structure, i);
+            int to = depthTo(structure, i + tileRows, k);
+            int at = cOff + i * ldc + j;
+            int ai = aOff + i * rowStep;
+            if (!wide) {
+                switch (tileRows) {
+                    case 4 -> tile4x2(from, to, alpha, a, ai, rowStep, depthStep, panel, beta, c, at, ldc);
+                    case 3 -> tile3x2(from, to, alpha, a, ai, rowStep, depthStep, panel, beta, c, at, ldc);
+                    default -> tile2x2(from, to, alpha, a, ai, rowStep, depthStep, panel, beta, c, at, ldc);
+                }
+            } else if (tileRows == 4) {
+                tile4x4(from, to, alpha, a, ai, rowStep, depthStep, panel, beta, c, at, ldc);
+            } else {
+                tile2x4(from, to, alpha, a, ai, rowStep, depthStep, panel, beta, c, at, ldc);
+                if (tileRows == 3) {
+                    row(from, to, width, alpha, a, ai + 2 * rowStep, depthStep, panel, beta, c, at + 2 * ldc);
+                }
+            }
+            i += tileRows;
         }
         for (; i < m; i++) {
-            int at = cOff + i * ldc + j;
+            row(depthFrom(structure, i), depthTo(structure, i + 1, k), width, alpha, a, aOff + i * rowStep, depthStep,
+                    panel, beta, c, cOff + i * ldc + j);
+        }
+    }
+
+    /** One row of C over a stripe of {@code width} columns, two vectors at a time, over depths {@code from … to−1}. */
+    private static void row(int from, int to, int width, float alpha, float[] a, int aOff, int depthStep,
+                            float[] panel, float beta, float[] c, int cOff) {
+        for (int v = 0; v < width; v += 2 * LANES) {
             FloatVector acc0 = FloatVector.zero(SPECIES);
             FloatVector acc1 = FloatVector.zero(SPECIES);
-            for (int p = depthFrom(structure, i), end = depthTo(structure, i + 1, k); p < end; p++) {
-                FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
-                acc0 = FloatVector.fromArray(SPECIES, panel, p * STRIPE).fma(av, acc0);
-                acc1 = FloatVector.fromArray(SPECIES, panel, p * STRIPE + LANES).fma(av, acc1);
+            for (int p = from; p < to; p++) {
+                FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + p * depthStep]);
+                acc0 = FloatVector.fromArray(SPECIES, panel, p * width + v).fma(av, acc0);
+                acc1 = FloatVector.fromArray(SPECIES, panel, p * width + v + LANES).fma(av, acc1);
             }
             // Written out, like the tiles' stores.
+            int at = cOff + v;
             acc0 = acc0.mul(alpha);
             acc1 = acc1.mul(alpha);
             if (beta != 0f) {
@@ -320,8 +365,9 @@ final class ChunkMath {
     /**
      * A matrix B {@code [k×n]} laid out once for several products
      * ({@link #matmul(boolean, int, float, float[], int, int, Packed, float, float[], int, int)}): its whole
-     * two-vector column stripes as the dense {@code [k×STRIPE]} panels the register tiles read, and the columns past
-     * them as one dense {@code [k×(n mod STRIPE)]} block. Reused, for any {@code k} and {@code n} up to its size.
+     * column stripes ({@link #stripeWidth}) as the dense {@code [k×width]} panels the register tiles read, and the
+     * columns past them as one dense {@code [k×(n mod STRIPE)]} block. Reused, for any {@code k} and {@code n} up to
+     * its size.
      */
     static final class Packed {
         private final int maxK;
@@ -335,7 +381,7 @@ final class ChunkMath {
         Packed(int maxK, int maxN) {
             this.maxK = maxK;
             this.maxN = maxN;
-            stripes = new float[maxN / STRIPE][maxK * STRIPE];
+            stripes = new float[maxN / STRIPE][];
         }
 
         /** Whether B of {@code k} rows and {@code n} columns fits. */
@@ -350,6 +396,12 @@ final class ChunkMath {
             }
             k = rows;
             n = columns;
+            for (int s = 0, j = 0, width; j + STRIPE <= columns; s++, j += width) {
+                width = stripeWidth(columns - j);
+                if (stripes[s] == null || stripes[s].length < maxK * width) {
+                    stripes[s] = new float[maxK * width];
+                }
+            }
             int restFloats = rows * (columns % STRIPE);
             if (rest.length < restFloats) {
                 rest = new float[restFloats];
@@ -365,23 +417,25 @@ final class ChunkMath {
                 throw new IllegalArgumentException("packed shapes differ: " + k + "×" + n + " and " + other.k + "×"
                         + other.n);
             }
-            int stripeCount = n / STRIPE;
-            for (int s = 0; s < stripeCount; s++) {
+            int full = 0;
+            for (int s = 0, width; full + STRIPE <= n; s++, full += width) {
+                width = stripeWidth(n - full);
                 float[] x = stripes[s];
                 float[] y = other.stripes[s];
-                // In registers over the depth, as out += x·y step by step would round: the same chain.
-                FloatVector acc0 = FloatVector.fromArray(SPECIES, out, s * STRIPE);
-                FloatVector acc1 = FloatVector.fromArray(SPECIES, out, s * STRIPE + LANES);
-                for (int p = 0; p < k; p++) {
-                    acc0 = FloatVector.fromArray(SPECIES, x, p * STRIPE)
-                            .fma(FloatVector.fromArray(SPECIES, y, p * STRIPE), acc0);
-                    acc1 = FloatVector.fromArray(SPECIES, x, p * STRIPE + LANES)
-                            .fma(FloatVector.fromArray(SPECIES, y, p * STRIPE + LANES), acc1);
+                for (int v = 0; v < width; v += 2 * LANES) {
+                    // In registers over the depth, as out += x·y step by step would round: the same chain.
+                    FloatVector acc0 = FloatVector.fromArray(SPECIES, out, full + v);
+                    FloatVector acc1 = FloatVector.fromArray(SPECIES, out, full + v + LANES);
+                    for (int p = 0; p < k; p++) {
+                        int at = p * width + v;
+                        acc0 = FloatVector.fromArray(SPECIES, x, at).fma(FloatVector.fromArray(SPECIES, y, at), acc0);
+                        acc1 = FloatVector.fromArray(SPECIES, x, at + LANES)
+                                .fma(FloatVector.fromArray(SPECIES, y, at + LANES), acc1);
+                    }
+                    acc0.intoArray(out, full + v);
+                    acc1.intoArray(out, full + v + LANES);
                 }
-                acc0.intoArray(out, s * STRIPE);
-                acc1.intoArray(out, s * STRIPE + LANES);
             }
-            int full = stripeCount * STRIPE;
             for (int p = 0, width = n - full; p < k; p++) {
                 multiplyAdd(width, rest, p * width, other.rest, p * width, out, full);
             }
@@ -391,11 +445,11 @@ final class ChunkMath {
     /** Packs {@code B [k×n]} (leading dimension {@code ldb}) into {@code out}. */
     static void pack(int k, int n, float[] b, int bOff, int ldb, Packed out) {
         out.shape(k, n);
-        int stripes = n / STRIPE;
-        for (int s = 0; s < stripes; s++) {
-            packStripe(k, b, bOff + s * STRIPE, ldb, out.stripes[s]);
+        int full = 0;
+        for (int s = 0, width; full + STRIPE <= n; s++, full += width) {
+            width = stripeWidth(n - full);
+            packStripe(k, width, b, bOff + full, ldb, out.stripes[s]);
         }
-        int full = stripes * STRIPE;
         for (int p = 0, width = n - full; p < k; p++) {
             System.arraycopy(b, bOff + p * ldb + full, out.rest, p * width, width);
         }
@@ -407,11 +461,11 @@ final class ChunkMath {
      */
     static void packTransposed(int k, int n, float[] bt, int btOff, int ldbt, Packed out) {
         out.shape(k, n);
-        int stripes = n / STRIPE;
-        for (int s = 0; s < stripes; s++) {
-            transpose(STRIPE, k, bt, btOff + s * STRIPE * ldbt, ldbt, out.stripes[s], STRIPE);
+        int full = 0;
+        for (int s = 0, width; full + STRIPE <= n; s++, full += width) {
+            width = stripeWidth(n - full);
+            transpose(width, k, bt, btOff + full * ldbt, ldbt, out.stripes[s], width);
         }
-        int full = stripes * STRIPE;
         transpose(n - full, k, bt, btOff + full * ldbt, ldbt, out.rest, n - full);
     }
 
@@ -427,25 +481,26 @@ final class ChunkMath {
     /** Per-thread buffer for one packed stripe of B (the kernels are static and run on many threads). */
     private static final ThreadLocal<float[][]> PANEL = ThreadLocal.withInitial(() -> new float[1][0]);
 
-    /** This thread's stripe buffer, at least {@code k·STRIPE} floats. */
+    /** This thread's stripe buffer, room for {@code k} rows of the widest stripe. */
     private static float[] stripePanel(int k) {
         float[][] holder = PANEL.get();
-        if (holder[0].length < k * STRIPE) {
-            holder[0] = new float[k * STRIPE];
+        if (holder[0].length < k * WIDE_STRIPE) {
+            holder[0] = new float[k * WIDE_STRIPE];
         }
         return holder[0];
     }
 
     /**
-     * Copies the {@code [k×STRIPE]} stripe of B at {@code bOff} (leading dimension {@code ldb}) into the dense
-     * {@code panel}. The tiles then index B with the constant stride {@code STRIPE}, which lets C2 prove the
-     * loads in bounds once per loop instead of checking every one: 5–7 % faster on 64×64×64 products, copy
-     * included (timed in turns against reading B in place).
+     * Copies the {@code [k×width]} stripe of B at {@code bOff} (leading dimension {@code ldb}) into the dense
+     * {@code panel}. The tiles then index B with a constant stride ({@link #STRIPE} or {@link #WIDE_STRIPE}), which
+     * lets C2 prove the loads in bounds once per loop instead of checking every one: 5–7 % faster on 64×64×64
+     * products, copy included (timed in turns against reading B in place).
      */
-    private static void packStripe(int k, float[] b, int bOff, int ldb, float[] panel) {
+    private static void packStripe(int k, int width, float[] b, int bOff, int ldb, float[] panel) {
         for (int p = 0; p < k; p++) {
-            FloatVector.fromArray(SPECIES, b, bOff + p * ldb).intoArray(panel, p * STRIPE);
-            FloatVector.fromArray(SPECIES, b, bOff + p * ldb + LANES).intoArray(panel, p * STRIPE + LANES);
+            for (int v = 0; v < width; v += LANES) {
+                FloatVector.fromArray(SPECIES, b, bOff + p * ldb + v).intoArray(panel, p * width + v);
+            }
         }
     }
 
@@ -714,6 +769,308 @@ final class ChunkMath {
         c41.intoArray(c, cOff + 4 * ldc + LANES);
         c50.intoArray(c, cOff + 5 * ldc);
         c51.intoArray(c, cOff + 5 * ldc + LANES);
+    }
+
+    // The wide tiles ({@link #WIDE_STRIPE}): the narrow ones' code over four vectors of B.
+
+    private static void tile2x4(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c02 = FloatVector.zero(SPECIES);
+        FloatVector c03 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        FloatVector c12 = FloatVector.zero(SPECIES);
+        FloatVector c13 = FloatVector.zero(SPECIES);
+        for (int p = from; p < to; p++) {
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + LANES);
+            FloatVector b2 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + 2 * LANES);
+            FloatVector b3 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + 3 * LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector av = FloatVector.broadcast(SPECIES, a[ap]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            c02 = b2.fma(av, c02);
+            c03 = b3.fma(av, c03);
+            av = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            c12 = b2.fma(av, c12);
+            c13 = b3.fma(av, c13);
+        }
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c02 = c02.mul(va);
+        c03 = c03.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c12 = c12.mul(va);
+        c13 = c13.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c02 = FloatVector.fromArray(SPECIES, c, cOff + 2 * LANES).fma(vb, c02);
+            c03 = FloatVector.fromArray(SPECIES, c, cOff + 3 * LANES).fma(vb, c03);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c12 = FloatVector.fromArray(SPECIES, c, cOff + ldc + 2 * LANES).fma(vb, c12);
+            c13 = FloatVector.fromArray(SPECIES, c, cOff + ldc + 3 * LANES).fma(vb, c13);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c02.intoArray(c, cOff + 2 * LANES);
+        c03.intoArray(c, cOff + 3 * LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c12.intoArray(c, cOff + ldc + 2 * LANES);
+        c13.intoArray(c, cOff + ldc + 3 * LANES);
+    }
+
+    private static void tile4x4(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c02 = FloatVector.zero(SPECIES);
+        FloatVector c03 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        FloatVector c12 = FloatVector.zero(SPECIES);
+        FloatVector c13 = FloatVector.zero(SPECIES);
+        FloatVector c20 = FloatVector.zero(SPECIES);
+        FloatVector c21 = FloatVector.zero(SPECIES);
+        FloatVector c22 = FloatVector.zero(SPECIES);
+        FloatVector c23 = FloatVector.zero(SPECIES);
+        FloatVector c30 = FloatVector.zero(SPECIES);
+        FloatVector c31 = FloatVector.zero(SPECIES);
+        FloatVector c32 = FloatVector.zero(SPECIES);
+        FloatVector c33 = FloatVector.zero(SPECIES);
+        for (int p = from; p < to; p++) {
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + LANES);
+            FloatVector b2 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + 2 * LANES);
+            FloatVector b3 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + 3 * LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector av = FloatVector.broadcast(SPECIES, a[ap]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            c02 = b2.fma(av, c02);
+            c03 = b3.fma(av, c03);
+            av = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            c12 = b2.fma(av, c12);
+            c13 = b3.fma(av, c13);
+            av = FloatVector.broadcast(SPECIES, a[ap + 2 * rowStep]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            c22 = b2.fma(av, c22);
+            c23 = b3.fma(av, c23);
+            av = FloatVector.broadcast(SPECIES, a[ap + 3 * rowStep]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            c32 = b2.fma(av, c32);
+            c33 = b3.fma(av, c33);
+        }
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c02 = c02.mul(va);
+        c03 = c03.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c12 = c12.mul(va);
+        c13 = c13.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        c22 = c22.mul(va);
+        c23 = c23.mul(va);
+        c30 = c30.mul(va);
+        c31 = c31.mul(va);
+        c32 = c32.mul(va);
+        c33 = c33.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c02 = FloatVector.fromArray(SPECIES, c, cOff + 2 * LANES).fma(vb, c02);
+            c03 = FloatVector.fromArray(SPECIES, c, cOff + 3 * LANES).fma(vb, c03);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c12 = FloatVector.fromArray(SPECIES, c, cOff + ldc + 2 * LANES).fma(vb, c12);
+            c13 = FloatVector.fromArray(SPECIES, c, cOff + ldc + 3 * LANES).fma(vb, c13);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+            c22 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + 2 * LANES).fma(vb, c22);
+            c23 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + 3 * LANES).fma(vb, c23);
+            c30 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc).fma(vb, c30);
+            c31 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + LANES).fma(vb, c31);
+            c32 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + 2 * LANES).fma(vb, c32);
+            c33 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + 3 * LANES).fma(vb, c33);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c02.intoArray(c, cOff + 2 * LANES);
+        c03.intoArray(c, cOff + 3 * LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c12.intoArray(c, cOff + ldc + 2 * LANES);
+        c13.intoArray(c, cOff + ldc + 3 * LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
+        c22.intoArray(c, cOff + 2 * ldc + 2 * LANES);
+        c23.intoArray(c, cOff + 2 * ldc + 3 * LANES);
+        c30.intoArray(c, cOff + 3 * ldc);
+        c31.intoArray(c, cOff + 3 * ldc + LANES);
+        c32.intoArray(c, cOff + 3 * ldc + 2 * LANES);
+        c33.intoArray(c, cOff + 3 * ldc + 3 * LANES);
+    }
+
+    private static void tile6x4(int from, int to, float alpha, float[] a, int aOff, int rowStep, int depthStep,
+                                float[] panel, float beta, float[] c, int cOff, int ldc) {
+        FloatVector c00 = FloatVector.zero(SPECIES);
+        FloatVector c01 = FloatVector.zero(SPECIES);
+        FloatVector c02 = FloatVector.zero(SPECIES);
+        FloatVector c03 = FloatVector.zero(SPECIES);
+        FloatVector c10 = FloatVector.zero(SPECIES);
+        FloatVector c11 = FloatVector.zero(SPECIES);
+        FloatVector c12 = FloatVector.zero(SPECIES);
+        FloatVector c13 = FloatVector.zero(SPECIES);
+        FloatVector c20 = FloatVector.zero(SPECIES);
+        FloatVector c21 = FloatVector.zero(SPECIES);
+        FloatVector c22 = FloatVector.zero(SPECIES);
+        FloatVector c23 = FloatVector.zero(SPECIES);
+        FloatVector c30 = FloatVector.zero(SPECIES);
+        FloatVector c31 = FloatVector.zero(SPECIES);
+        FloatVector c32 = FloatVector.zero(SPECIES);
+        FloatVector c33 = FloatVector.zero(SPECIES);
+        FloatVector c40 = FloatVector.zero(SPECIES);
+        FloatVector c41 = FloatVector.zero(SPECIES);
+        FloatVector c42 = FloatVector.zero(SPECIES);
+        FloatVector c43 = FloatVector.zero(SPECIES);
+        FloatVector c50 = FloatVector.zero(SPECIES);
+        FloatVector c51 = FloatVector.zero(SPECIES);
+        FloatVector c52 = FloatVector.zero(SPECIES);
+        FloatVector c53 = FloatVector.zero(SPECIES);
+        for (int p = from; p < to; p++) {
+            FloatVector b0 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE);
+            FloatVector b1 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + LANES);
+            FloatVector b2 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + 2 * LANES);
+            FloatVector b3 = FloatVector.fromArray(SPECIES, panel, p * WIDE_STRIPE + 3 * LANES);
+            int ap = aOff + p * depthStep;
+            FloatVector av = FloatVector.broadcast(SPECIES, a[ap]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            c02 = b2.fma(av, c02);
+            c03 = b3.fma(av, c03);
+            av = FloatVector.broadcast(SPECIES, a[ap + rowStep]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            c12 = b2.fma(av, c12);
+            c13 = b3.fma(av, c13);
+            av = FloatVector.broadcast(SPECIES, a[ap + 2 * rowStep]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            c22 = b2.fma(av, c22);
+            c23 = b3.fma(av, c23);
+            av = FloatVector.broadcast(SPECIES, a[ap + 3 * rowStep]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            c32 = b2.fma(av, c32);
+            c33 = b3.fma(av, c33);
+            av = FloatVector.broadcast(SPECIES, a[ap + 4 * rowStep]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            c42 = b2.fma(av, c42);
+            c43 = b3.fma(av, c43);
+            av = FloatVector.broadcast(SPECIES, a[ap + 5 * rowStep]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            c52 = b2.fma(av, c52);
+            c53 = b3.fma(av, c53);
+        }
+        // Written out rather than a helper taking vectors: a call C2 declines to inline boxes every vector.
+        FloatVector va = FloatVector.broadcast(SPECIES, alpha);
+        c00 = c00.mul(va);
+        c01 = c01.mul(va);
+        c02 = c02.mul(va);
+        c03 = c03.mul(va);
+        c10 = c10.mul(va);
+        c11 = c11.mul(va);
+        c12 = c12.mul(va);
+        c13 = c13.mul(va);
+        c20 = c20.mul(va);
+        c21 = c21.mul(va);
+        c22 = c22.mul(va);
+        c23 = c23.mul(va);
+        c30 = c30.mul(va);
+        c31 = c31.mul(va);
+        c32 = c32.mul(va);
+        c33 = c33.mul(va);
+        c40 = c40.mul(va);
+        c41 = c41.mul(va);
+        c42 = c42.mul(va);
+        c43 = c43.mul(va);
+        c50 = c50.mul(va);
+        c51 = c51.mul(va);
+        c52 = c52.mul(va);
+        c53 = c53.mul(va);
+        if (beta != 0f) {
+            FloatVector vb = FloatVector.broadcast(SPECIES, beta);
+            c00 = FloatVector.fromArray(SPECIES, c, cOff).fma(vb, c00);
+            c01 = FloatVector.fromArray(SPECIES, c, cOff + LANES).fma(vb, c01);
+            c02 = FloatVector.fromArray(SPECIES, c, cOff + 2 * LANES).fma(vb, c02);
+            c03 = FloatVector.fromArray(SPECIES, c, cOff + 3 * LANES).fma(vb, c03);
+            c10 = FloatVector.fromArray(SPECIES, c, cOff + ldc).fma(vb, c10);
+            c11 = FloatVector.fromArray(SPECIES, c, cOff + ldc + LANES).fma(vb, c11);
+            c12 = FloatVector.fromArray(SPECIES, c, cOff + ldc + 2 * LANES).fma(vb, c12);
+            c13 = FloatVector.fromArray(SPECIES, c, cOff + ldc + 3 * LANES).fma(vb, c13);
+            c20 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc).fma(vb, c20);
+            c21 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + LANES).fma(vb, c21);
+            c22 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + 2 * LANES).fma(vb, c22);
+            c23 = FloatVector.fromArray(SPECIES, c, cOff + 2 * ldc + 3 * LANES).fma(vb, c23);
+            c30 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc).fma(vb, c30);
+            c31 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + LANES).fma(vb, c31);
+            c32 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + 2 * LANES).fma(vb, c32);
+            c33 = FloatVector.fromArray(SPECIES, c, cOff + 3 * ldc + 3 * LANES).fma(vb, c33);
+            c40 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc).fma(vb, c40);
+            c41 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc + LANES).fma(vb, c41);
+            c42 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc + 2 * LANES).fma(vb, c42);
+            c43 = FloatVector.fromArray(SPECIES, c, cOff + 4 * ldc + 3 * LANES).fma(vb, c43);
+            c50 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc).fma(vb, c50);
+            c51 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc + LANES).fma(vb, c51);
+            c52 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc + 2 * LANES).fma(vb, c52);
+            c53 = FloatVector.fromArray(SPECIES, c, cOff + 5 * ldc + 3 * LANES).fma(vb, c53);
+        }
+        c00.intoArray(c, cOff);
+        c01.intoArray(c, cOff + LANES);
+        c02.intoArray(c, cOff + 2 * LANES);
+        c03.intoArray(c, cOff + 3 * LANES);
+        c10.intoArray(c, cOff + ldc);
+        c11.intoArray(c, cOff + ldc + LANES);
+        c12.intoArray(c, cOff + ldc + 2 * LANES);
+        c13.intoArray(c, cOff + ldc + 3 * LANES);
+        c20.intoArray(c, cOff + 2 * ldc);
+        c21.intoArray(c, cOff + 2 * ldc + LANES);
+        c22.intoArray(c, cOff + 2 * ldc + 2 * LANES);
+        c23.intoArray(c, cOff + 2 * ldc + 3 * LANES);
+        c30.intoArray(c, cOff + 3 * ldc);
+        c31.intoArray(c, cOff + 3 * ldc + LANES);
+        c32.intoArray(c, cOff + 3 * ldc + 2 * LANES);
+        c33.intoArray(c, cOff + 3 * ldc + 3 * LANES);
+        c40.intoArray(c, cOff + 4 * ldc);
+        c41.intoArray(c, cOff + 4 * ldc + LANES);
+        c42.intoArray(c, cOff + 4 * ldc + 2 * LANES);
+        c43.intoArray(c, cOff + 4 * ldc + 3 * LANES);
+        c50.intoArray(c, cOff + 5 * ldc);
+        c51.intoArray(c, cOff + 5 * ldc + LANES);
+        c52.intoArray(c, cOff + 5 * ldc + 2 * LANES);
+        c53.intoArray(c, cOff + 5 * ldc + 3 * LANES);
     }
 
     /**

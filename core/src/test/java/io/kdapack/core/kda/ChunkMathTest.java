@@ -88,10 +88,11 @@ class ChunkMathTest {
     @Test
     void productsAccumulateEveryElementInDepthOrder() {
         Random random = new Random(33);
-        // m covers every row tiling: 6-row tiles then a tile of 4 (64), 3 (9), 2 (8), 4 and a single row (23, 5), a
-        // single row (7, 13, 1).
+        // m covers every row tiling: 6-row tiles then a tile of 4 (64), 3 (9, 15), 2 (8), 4 and a single row (23, 5),
+        // a single row (7, 13, 1); n every run of stripes: wide (64 with 16-float vectors), narrow (32, 45), both
+        // (111, 96), then single vectors and scalar columns.
         int[][] shapes = {{64, 64, 64}, {7, 45, 13}, {13, 7, 64}, {64, 37, 19}, {1, 1, 1}, {23, 71, 23}, {9, 64, 9},
-            {8, 33, 8}, {5, 40, 5}, {2, 64, 17}, {3, 32, 3}};
+            {8, 33, 8}, {5, 40, 5}, {2, 64, 17}, {3, 32, 3}, {15, 111, 15}, {9, 96, 9}};
         for (int[] s : shapes) {
             int m = s[0];
             int n = s[1];
@@ -147,9 +148,11 @@ class ChunkMathTest {
     @Test
     void packedProductsAreTheProductsOnBAsStored() {
         Random random = new Random(34);
-        int[][] shapes = {{64, 64, 64}, {5, 64, 64}, {9, 20, 12}, {1, 7, 48}, {32, 45, 33}, {13, 64, 1}};
-        ChunkMath.Packed packed = new ChunkMath.Packed(64, 64);
-        ChunkMath.Packed transposed = new ChunkMath.Packed(64, 64);
+        // n = 64, 45, 32 and 100 reuse the same panels at other widths (wide, narrow, both with 16-float vectors).
+        int[][] shapes = {{64, 64, 64}, {5, 64, 64}, {9, 20, 12}, {1, 7, 48}, {32, 45, 33}, {13, 64, 1}, {7, 100, 20},
+            {3, 32, 64}};
+        ChunkMath.Packed packed = new ChunkMath.Packed(64, 128);
+        ChunkMath.Packed transposed = new ChunkMath.Packed(64, 128);
         for (int[] s : shapes) {
             int m = s[0];
             int n = s[1];
