@@ -89,7 +89,9 @@ public final class KdaChunk {
     /**
      * The entry state of each document of the chunk with one ({@code [K,V]}, index j of {@link Documents}), packed
      * once for the products that share it: as B in the forward ({@code W S}, {@code Qg S}), as Bᵀ in the backward
-     * ({@code dO Sᵀ}, {@code dV' Sᵀ}). Grown to the most documents a chunk has had, at most {@value #SIZE}.
+     * ({@code dO Sᵀ}, {@code dV' Sᵀ}). As B it may refer to the state itself ({@link ChunkMath#pack}), which the
+     * forward therefore overwrites (the carried state) only after its last product. Grown to the most documents a
+     * chunk has had, at most {@value #SIZE}.
      */
     private ChunkMath.Packed[] entries = new ChunkMath.Packed[0];
     /** The gradient of the end state being handled, packed as B and as Bᵀ. */
