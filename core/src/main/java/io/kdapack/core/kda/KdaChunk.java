@@ -62,6 +62,13 @@ public final class KdaChunk {
      * exponentials, so they are not kept but formed again by the backward ({@link #decayQk}) from rows it reads
      * anyway; the tape is 3 of 11 chunk-sized arrays smaller.
      */
+    /**
+     * {@code exp(Γ)}, {@code exp(Λ)} ({@code [L,K]}, {@link #decays}): formed again by the backward from the gates
+     * rather than kept, which was slower (their 32 KiB of tape a chunk, written and read back, cost more than the
+     * exponentials).
+     */
+    private final float[] expPrefix;
+    private final float[] expSuffix;
     private final float[] qg;
     private final float[] kg;
     private final float[] kDecayed;
@@ -120,6 +127,8 @@ public final class KdaChunk {
         vd = valueDim;
         own = new Intermediates(keyDim, valueDim, true);
         p = own;
+        expPrefix = new float[SIZE * kd];
+        expSuffix = new float[SIZE * kd];
         qg = new float[SIZE * kd];
         kg = new float[SIZE * kd];
         kDecayed = new float[SIZE * kd];
@@ -259,7 +268,7 @@ public final class KdaChunk {
             int entryOff = entryOffset(s, docs, j);
             int last = (docs.end[j] - 1) * kd;
             for (int i = 0; i < kd; i++) {
-                scale(vd, p.expPrefix[last + i], entry, entryOff + i * vd, dest, destOff + i * vd);
+                scale(vd, expPrefix[last + i], entry, entryOff + i * vd, dest, destOff + i * vd);
             }
             beta = 1f;
         }
@@ -292,6 +301,7 @@ public final class KdaChunk {
         loadRows(s, first, len, grads, kept != null);
         if (kept != null) {
             gatherValues(s, first, len);
+            decays(len, docs);
             decayQk(len);
         } else {
             prepare(s, first, len, docs, s0, h0);
@@ -325,7 +335,7 @@ public final class KdaChunk {
                 // dΓ at the document's last row += e_D ⊙ Σ_j S_D[:,j] ⊙ dS'_D[:,j] (over the transposed states).
                 Arrays.fill(run, 0f);
                 entries[j].columnDotsInto(endGradientTransposed, run);
-                multiply(kd, p.expPrefix, (docs.end[j] - 1) * kd, run, 0, dGamma, (docs.end[j] - 1) * kd);
+                multiply(kd, expPrefix, (docs.end[j] - 1) * kd, run, 0, dGamma, (docs.end[j] - 1) * kd);
             }
         }
         // dAqk = dO V'ᵀ (only c ≤ r of the same document is read), dV' += Aqkᵀ dO.
@@ -358,7 +368,7 @@ public final class KdaChunk {
                 int dOutOff = endStateGradientOffset(s, docs, j);
                 int last = (docs.end[j] - 1) * kd;
                 for (int i = 0; i < kd; i++) {
-                    scale(vd, p.expPrefix[last + i], dOut, dOutOff + i * vd, dest, destOff + i * vd);
+                    scale(vd, expPrefix[last + i], dOut, dOutOff + i * vd, dest, destOff + i * vd);
                 }
                 beta = 1f;
             }
@@ -447,21 +457,7 @@ public final class KdaChunk {
     private void prepare(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state,
                          float[] h0) {
         gatherValues(s, first, len);
-        // Prefix sums restarted at each document's first row, suffix sums at each one's last row.
-        for (int r = 0; r < len; r++) {
-            if (docs.rowStart[r] == r) {
-                Arrays.fill(run, 0f);
-            }
-            axpy(kd, 1f, gIn, (row0 + r) * kd, run, 0);
-            ChunkMath.exp(kd, run, 0, p.expPrefix, r * kd);
-        }
-        for (int r = len - 1; r >= 0; r--) {
-            if (docs.rowEnd[r] == r + 1) {
-                Arrays.fill(run, 0f);
-            }
-            ChunkMath.exp(kd, run, 0, p.expSuffix, r * kd);
-            axpy(kd, 1f, gIn, (row0 + r) * kd, run, 0);
-        }
+        decays(len, docs);
         decayQk(len);
         pairs.forward(qIn, kIn, gIn, row0, len, docs.rowStart, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
@@ -486,11 +482,32 @@ public final class KdaChunk {
         }
     }
 
+    /**
+     * {@code expPrefix = exp(Γ)} and {@code expSuffix = exp(Λ)}: prefix sums of the gates restarted at each
+     * document's first row, suffix sums at each one's last row.
+     */
+    private void decays(int len, Documents docs) {
+        for (int r = 0; r < len; r++) {
+            if (docs.rowStart[r] == r) {
+                Arrays.fill(run, 0f);
+            }
+            axpy(kd, 1f, gIn, (row0 + r) * kd, run, 0);
+            ChunkMath.exp(kd, run, 0, expPrefix, r * kd);
+        }
+        for (int r = len - 1; r >= 0; r--) {
+            if (docs.rowEnd[r] == r + 1) {
+                Arrays.fill(run, 0f);
+            }
+            ChunkMath.exp(kd, run, 0, expSuffix, r * kd);
+            axpy(kd, 1f, gIn, (row0 + r) * kd, run, 0);
+        }
+    }
+
     /** {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Λ)} from the chunk's exponentials. */
     private void decayQk(int len) {
-        multiply(len * kd, qIn, row0 * kd, p.expPrefix, 0, qg, 0);
-        multiply(len * kd, kIn, row0 * kd, p.expPrefix, 0, kg, 0);
-        multiply(len * kd, kIn, row0 * kd, p.expSuffix, 0, kDecayed, 0);
+        multiply(len * kd, qIn, row0 * kd, expPrefix, 0, qg, 0);
+        multiply(len * kd, kIn, row0 * kd, expPrefix, 0, kg, 0);
+        multiply(len * kd, kIn, row0 * kd, expSuffix, 0, kDecayed, 0);
     }
 
     /**
@@ -530,9 +547,9 @@ public final class KdaChunk {
      */
     private void elementwiseBackward(int len, Documents docs) {
         int rows = row0 * kd;
-        multiplyAdd(len * kd, dQg, 0, p.expPrefix, 0, dqOut, rows);
-        multiplyAdd(len * kd, dKb, 0, p.expPrefix, 0, dkOut, rows);
-        multiplyAdd(len * kd, dKDecayed, 0, p.expSuffix, 0, dkOut, rows);
+        multiplyAdd(len * kd, dQg, 0, expPrefix, 0, dqOut, rows);
+        multiplyAdd(len * kd, dKb, 0, expPrefix, 0, dkOut, rows);
+        multiplyAdd(len * kd, dKDecayed, 0, expSuffix, 0, dkOut, rows);
         // dΓ_r += Qg⊙dQg + Kg⊙dKg − Kd⊙dKd per row; Γ at each document's last row also collects Σ_r Kd⊙dKd (in run).
         for (int j = 0; j < docs.count; j++) {
             Arrays.fill(run, 0f);
@@ -655,8 +672,6 @@ public final class KdaChunk {
     static final class Intermediates {
         final int kd;
         final int vd;
-        final float[] expPrefix;
-        final float[] expSuffix;
         final float[] pairKK;
         final float[] aQK;
         final float[] inverse;
@@ -674,8 +689,6 @@ public final class KdaChunk {
             this.kd = kd;
             this.vd = vd;
             rows = withRows ? new KdaPreprocess.PreparedRows(SIZE, kd) : null;
-            expPrefix = new float[SIZE * kd];
-            expSuffix = new float[SIZE * kd];
             pairKK = new float[SIZE * SIZE];
             aQK = new float[SIZE * SIZE];
             inverse = new float[SIZE * SIZE];
@@ -686,7 +699,7 @@ public final class KdaChunk {
 
         /** Floats held for key dim {@code kd} and value dim {@code vd}, with the prepared rows or without. */
         static long floats(int kd, int vd, boolean withRows) {
-            return 3L * SIZE * SIZE + 3L * SIZE * kd + 2L * SIZE * vd
+            return 3L * SIZE * SIZE + SIZE * kd + 2L * SIZE * vd
                     + (withRows ? KdaPreprocess.PreparedRows.floats(SIZE, kd) : 0);
         }
     }
