@@ -58,17 +58,16 @@ public final class KdaChunk {
     private Intermediates p;
     private final Intermediates own;
     /**
-     * {@code Qg}, {@code Kg}, {@code Kd} ({@code [L,K]}): elementwise products of q and k with the kept
-     * exponentials, so they are not kept but formed again by the backward ({@link #decayQk}) from rows it reads
-     * anyway; the tape is 3 of 11 chunk-sized arrays smaller.
-     */
-    /**
      * {@code exp(Γ)}, {@code exp(Λ)} ({@code [L,K]}, {@link #decays}): formed again by the backward from the gates
      * rather than kept, which was slower (their 32 KiB of tape a chunk, written and read back, cost more than the
      * exponentials).
      */
     private final float[] expPrefix;
     private final float[] expSuffix;
+    /**
+     * {@code Qg}, {@code Kg}, {@code Kd} ({@code [L,K]}): elementwise products of q and k with the exponentials, so
+     * they are not kept but formed again by the backward ({@link #decayQk}) from rows it reads anyway.
+     */
     private final float[] qg;
     private final float[] kg;
     private final float[] kDecayed;
@@ -105,12 +104,18 @@ public final class KdaChunk {
     private final ChunkMath.Packed endGradient;
     private final ChunkMath.Packed endGradientTransposed;
     private final float[] blockRows;
-    /** The gradients of the chunk's prepared rows when it prepares them itself ({@link #loadRows}). */
+    /**
+     * The chunk's rows when it prepares them itself ({@link #loadRows}), in the forward and again in the backward:
+     * kept instead, their 49 KiB of tape a chunk-head (K = 64), written and read back, cost more than preparing them
+     * again from the raw inputs (1–2 % of the training call, gate included; measured in turns in one JVM).
+     */
+    private final KdaPreprocess.PreparedRows rows;
+    /** The gradients of {@link #rows}. */
     private final KdaPreprocess.RowGradients rowGradients;
     /**
      * Where the chunk reads its prepared q, k ({@code [L,K]} from row {@link #row0}), decay and beta, and writes
-     * their gradients: the call's head-major tensors from the chunk's first row, or, from row 0, the rows it prepared
-     * itself ({@link Intermediates#rows}) and {@link #rowGradients}.
+     * their gradients: the call's head-major tensors from the chunk's first row, or, from row 0, {@link #rows} and
+     * {@link #rowGradients}.
      */
     private float[] qIn;
     private float[] kIn;
@@ -125,7 +130,7 @@ public final class KdaChunk {
     KdaChunk(int keyDim, int valueDim) {
         kd = keyDim;
         vd = valueDim;
-        own = new Intermediates(keyDim, valueDim, true);
+        own = new Intermediates(keyDim, valueDim);
         p = own;
         expPrefix = new float[SIZE * kd];
         expSuffix = new float[SIZE * kd];
@@ -152,16 +157,16 @@ public final class KdaChunk {
         endGradient = packedState();
         endGradientTransposed = packedState();
         blockRows = new float[INVERSE_BLOCK * SIZE];
+        rows = new KdaPreprocess.PreparedRows(SIZE, kd);
         rowGradients = new KdaPreprocess.RowGradients(SIZE, kd);
     }
 
     /**
      * Points the chunk at its prepared rows: in the call's head-major tensors, or, where {@code s} prepares them per
-     * chunk ({@link HeadParallelBackend.HeadSequence#rows}), those of the intermediates {@link #p}, prepared from the
-     * raw inputs unless {@code prepared} (kept by the forward for this backward).
+     * chunk ({@link HeadParallelBackend.HeadSequence#rows}), {@link #rows}, prepared here from the raw inputs.
      */
     private void loadRows(HeadParallelBackend.HeadSequence s, int first, int len,
-                          HeadParallelBackend.HeadGradients grads, boolean prepared) {
+                          HeadParallelBackend.HeadGradients grads) {
         if (s.rows() == null) {
             qIn = s.q();
             kIn = s.k();
@@ -176,10 +181,7 @@ public final class KdaChunk {
             row0 = first;
             return;
         }
-        KdaPreprocess.PreparedRows rows = p.rows;
-        if (!prepared) {
-            s.rows().forward(s.head(), s.token(first), len, rows);
-        }
+        s.rows().forward(s.head(), s.token(first), len, rows);
         qIn = rows.q;
         kIn = rows.k;
         gIn = rows.decay;
@@ -192,8 +194,8 @@ public final class KdaChunk {
     }
 
     /** Fresh storage for one chunk's forward intermediates (about {@link Intermediates#floats} floats). */
-    Intermediates newIntermediates(boolean withRows) {
-        return new Intermediates(kd, vd, withRows);
+    Intermediates newIntermediates() {
+        return new Intermediates(kd, vd);
     }
 
     /** Whether this scratch serves heads of key dim {@code keyDim} and value dim {@code valueDim}. */
@@ -201,9 +203,9 @@ public final class KdaChunk {
         return kd == keyDim && vd == valueDim;
     }
 
-    /** Whether {@code intermediates} were made for this chunk's dimensions, with prepared rows exactly when asked. */
-    boolean fits(Intermediates intermediates, boolean withRows) {
-        return intermediates.kd == kd && intermediates.vd == vd && (intermediates.rows != null) == withRows;
+    /** Whether {@code intermediates} were made for this chunk's dimensions. */
+    boolean fits(Intermediates intermediates) {
+        return intermediates.kd == kd && intermediates.vd == vd;
     }
 
     /**
@@ -222,7 +224,7 @@ public final class KdaChunk {
     void forward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state, float[] h0,
                  float[] ht, float[] o, Intermediates keep) {
         p = keep != null ? keep : own;
-        loadRows(s, first, len, null, false);
+        loadRows(s, first, len, null);
         prepare(s, first, len, docs, state, h0);
         if (o != null) {
             // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents),
@@ -298,7 +300,7 @@ public final class KdaChunk {
                   float[] dO, float[] dState, float[] dHt, float[] dH0, HeadParallelBackend.HeadGradients grads,
                   Intermediates kept) {
         p = kept != null ? kept : own;
-        loadRows(s, first, len, grads, kept != null);
+        loadRows(s, first, len, grads);
         if (kept != null) {
             gatherValues(s, first, len);
             decays(len, docs);
@@ -395,7 +397,7 @@ public final class KdaChunk {
         elementwiseBackward(len, docs);
         gateGradients(docs);
         if (s.rows() != null) {
-            s.rows().backward(s.head(), s.token(first), len, p.rows, rowGradients, grads.dq(), grads.dk(), grads.dg(),
+            s.rows().backward(s.head(), s.token(first), len, rows, rowGradients, grads.dq(), grads.dk(), grads.dg(),
                     grads.dBeta(), grads.aLogRows());
         }
     }
@@ -678,17 +680,10 @@ public final class KdaChunk {
         final float[] w;
         final float[] u;
         final float[] vNew;
-        /**
-         * The chunk's rows as the chunk prepared them ({@link HeadParallelBackend.HeadSequence#rows}), kept so that
-         * the backward need not prepare them again; null in intermediates for calls that prepared them into head-major
-         * tensors.
-         */
-        final KdaPreprocess.PreparedRows rows;
 
-        Intermediates(int kd, int vd, boolean withRows) {
+        Intermediates(int kd, int vd) {
             this.kd = kd;
             this.vd = vd;
-            rows = withRows ? new KdaPreprocess.PreparedRows(SIZE, kd) : null;
             pairKK = new float[SIZE * SIZE];
             aQK = new float[SIZE * SIZE];
             inverse = new float[SIZE * SIZE];
@@ -697,10 +692,9 @@ public final class KdaChunk {
             vNew = new float[SIZE * vd];
         }
 
-        /** Floats held for key dim {@code kd} and value dim {@code vd}, with the prepared rows or without. */
-        static long floats(int kd, int vd, boolean withRows) {
-            return 3L * SIZE * SIZE + SIZE * kd + 2L * SIZE * vd
-                    + (withRows ? KdaPreprocess.PreparedRows.floats(SIZE, kd) : 0);
+        /** Floats held for key dim {@code kd} and value dim {@code vd}. */
+        static long floats(int kd, int vd) {
+            return 3L * SIZE * SIZE + SIZE * kd + 2L * SIZE * vd;
         }
     }
 }

@@ -22,13 +22,12 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     /**
-     * Floats of chunk intermediates that the live tapes of one backend may keep (352 MiB); a call that does not fit
-     * recomputes them. One chunk-head of K=V=64 holds 128 KiB, of K=V=128 208 KiB, and, where the chunks prepare
-     * their rows, 49 and 98 KiB more for them (which a tape of the per-call preprocessing keeps beside the budget, as
-     * head-major tensors): the budget holds 2.75 Mi chunk-head rows of K=V=64 with its prepared rows, as many as
-     * 256 MiB did without them.
+     * Floats of chunk intermediates that the live tapes of one backend may keep (256 MiB); a call that does not fit
+     * recomputes them. One chunk-head of K=V=64 holds 96 KiB, of K=V=128 144 KiB ({@link KdaChunk.Intermediates}):
+     * the budget holds 2730 chunk-heads of K=V=64, 175 K token-heads (the 23.7 M-parameter benchmark model's six KDA
+     * layers over two rows of 2048 tokens need 1536).
      */
-    static final long KEPT_FLOATS = 88L << 20;
+    static final long KEPT_FLOATS = 64L << 20;
 
     /** Tokens after which a run of documents is cut at the next document start: at most one partial chunk each. */
     static final int RUN_TOKENS = 2048;
@@ -91,8 +90,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     /**
-     * Each chunk prepares its rows from the raw inputs into its intermediates (kept for the backward, or prepared
-     * again when the backward recomputes them), and maps their gradients back to the raw inputs in its backward,
+     * Each chunk prepares its rows from the raw inputs, in the forward and again in the backward (not kept: see
+     * {@link KdaChunk}), and maps their gradients back to the raw inputs in its backward,
      * where each value head has a q/k head of its own ({@code HV = H}): the preprocessing then costs no pass over
      * memory of its own (see docs/kda.md). Under grouped value heads the gradient of a q/k row sums over the value
      * heads of its group, which are other tasks; there the preprocessing runs once per call.
@@ -163,7 +162,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
             chunks += chunks(runTokens(seg, runs, r));
         }
         long floats = chunks * in.valueHeads()
-                * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim(), preparesRows(in));
+                * KdaChunk.Intermediates.floats(in.keyDim(), in.valueDim());
         // Concurrent calls may each see room and overshoot the budget by one call's worth, no more.
         return keptFloats.get() + floats <= keptFloatsBudget ? Keep.INTERMEDIATES : Keep.STATES;
     }
@@ -177,8 +176,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         int from = s.segments().start(s.firstDoc());
         float[] state = new float[size];
         float[] starts = keep == Keep.NOTHING ? null : new float[chunks * size];
-        boolean withRows = s.rows() != null;
-        KdaChunk.Intermediates[] kept = keep == Keep.INTERMEDIATES ? borrow(chunk, chunks, withRows) : null;
+        KdaChunk.Intermediates[] kept = keep == Keep.INTERMEDIATES ? borrow(chunk, chunks) : null;
         for (int c = 0; c < chunks; c++) {
             int offset = c * KdaChunk.SIZE;
             int len = Math.min(KdaChunk.SIZE, s.length() - offset);
@@ -195,7 +193,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         if (kept == null) {
             return tape;
         }
-        long floats = chunks * KdaChunk.Intermediates.floats(s.keyDim(), s.valueDim(), withRows);
+        long floats = chunks * KdaChunk.Intermediates.floats(s.keyDim(), s.valueDim());
         keptFloats.addAndGet(floats);
         // The release must not reach the HeadTape, or the tape could never be collected.
         Runnable release = () -> {
@@ -236,17 +234,16 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return (length + KdaChunk.SIZE - 1) / KdaChunk.SIZE;
     }
 
-    /** {@code chunks} intermediates that fit {@code chunk}'s dimensions, with prepared rows or not, spare first. */
-    private KdaChunk.Intermediates[] borrow(KdaChunk chunk, int chunks, boolean withRows) {
+    /** {@code chunks} intermediates that fit {@code chunk}'s dimensions, spare first. */
+    private KdaChunk.Intermediates[] borrow(KdaChunk chunk, int chunks) {
         KdaChunk.Intermediates[] out = new KdaChunk.Intermediates[chunks];
         for (int c = 0; c < chunks; c++) {
             KdaChunk.Intermediates candidate = spare.poll();
-            // A spare of another shape (another layer, or the other form of preprocessing) is dropped for the garbage
-            // collector.
-            while (candidate != null && !chunk.fits(candidate, withRows)) {
+            // A spare of another shape (another layer) is dropped for the garbage collector.
+            while (candidate != null && !chunk.fits(candidate)) {
                 candidate = spare.poll();
             }
-            out[c] = candidate != null ? candidate : chunk.newIntermediates(withRows);
+            out[c] = candidate != null ? candidate : chunk.newIntermediates();
         }
         return out;
     }

@@ -318,11 +318,6 @@ public final class KdaPreprocess {
             qNorm = new float[rows];
             kNorm = new float[rows];
         }
-
-        /** Floats held for {@code rows} rows of key dim {@code keyDim}. */
-        static long floats(int rows, int keyDim) {
-            return 3L * rows * keyDim + 3L * rows;
-        }
     }
 
     /**

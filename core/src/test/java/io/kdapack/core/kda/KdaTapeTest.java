@@ -34,8 +34,8 @@ class KdaTapeTest {
     @Test
     void liveTapesShareOneBudgetAndGiveItBackAfterTheirBackward() {
         RandomKda.Problem p = RandomKda.packed(9, new int[] {40, 90}, 1, 2, 8, 8, OPTIONS, true, 0);
-        // Chunks 1 + 2, two value heads sharing one q/k head: prepared per call, so no prepared rows per chunk.
-        long oneCall = 3 * 2 * KdaChunk.Intermediates.floats(8, 8, false);
+        // Chunks 1 + 2, two value heads sharing one q/k head (prepared per call).
+        long oneCall = 3 * 2 * KdaChunk.Intermediates.floats(8, 8);
         KdaChunked backend = new KdaChunked(2, oneCall);
         KdaBackend.KdaGradients expected = new KdaChunked(1).backward(p.inputs(), OPTIONS, p.dO(), p.dHt());
 
@@ -55,12 +55,13 @@ class KdaTapeTest {
         assertSameGradients(expected, oneShort.backward(fourth, p.dO(), p.dHt()));
     }
 
+    /** Chunks that prepare their rows prepare them again in the backward: the tape holds the intermediates alone. */
     @Test
-    void chunksThatPrepareTheirRowsKeepThemAndAreChargedForThem() {
+    void chunksThatPrepareTheirRowsKeepOnlyTheIntermediates() {
         RandomKda.Problem p = RandomKda.packed(9, new int[] {40, 90}, 2, 2, 8, 8, OPTIONS, true, 0);
         KdaChunked backend = new KdaChunked(2);
         KdaTape tape = backend.forwardForBackward(p.inputs(), OPTIONS);
-        assertEquals(3 * 2 * KdaChunk.Intermediates.floats(8, 8, true), backend.keptFloats());
+        assertEquals(3 * 2 * KdaChunk.Intermediates.floats(8, 8), backend.keptFloats());
         assertSameGradients(new KdaChunked(1).preparedPerCall().backward(p.inputs(), OPTIONS, p.dO(), p.dHt()),
                 backend.backward(tape, p.dO(), p.dHt()));
         assertEquals(0, backend.keptFloats());
@@ -109,19 +110,15 @@ class KdaTapeTest {
 
     /**
      * The budget of kept intermediates ({@link KdaChunked#KEPT_FLOATS}) bounds memory only if each chunk-head is
-     * charged what it holds: {@code Intermediates.floats(K, V, withRows)} equals the lengths of every
-     * {@code float[]} an {@code Intermediates} allocates, with its prepared rows or without, found by reflection so
-     * that an array added later is counted too.
+     * charged what it holds: {@code Intermediates.floats(K, V)} equals the lengths of every {@code float[]} an
+     * {@code Intermediates} allocates, found by reflection so that an array added later is counted too.
      */
     @Test
     void theBudgetChargesExactlyTheFloatsTheIntermediatesHold() throws IllegalAccessException {
         for (int[] shape : new int[][] {{8, 8}, {64, 64}, {128, 128}, {7, 33}, {33, 7}}) {
-            for (boolean withRows : new boolean[] {false, true}) {
-                KdaChunk.Intermediates intermediates = new KdaChunk(shape[0], shape[1]).newIntermediates(withRows);
-                long held = floatsHeld(intermediates) + (withRows ? floatsHeld(intermediates.rows) : 0);
-                assertEquals(held, KdaChunk.Intermediates.floats(shape[0], shape[1], withRows),
-                        "K=" + shape[0] + " V=" + shape[1] + (withRows ? " with rows" : ""));
-            }
+            KdaChunk.Intermediates intermediates = new KdaChunk(shape[0], shape[1]).newIntermediates();
+            assertEquals(floatsHeld(intermediates), KdaChunk.Intermediates.floats(shape[0], shape[1]),
+                    "K=" + shape[0] + " V=" + shape[1]);
         }
     }
 
