@@ -186,10 +186,10 @@ final class ChunkMath {
     /**
      * {@code C[m×n] = alpha · op(A) · B + beta · C} for small row-major blocks: each stripe of B's columns (four
      * vectors wide on AVX-512, else two: {@link #WIDE_STRIPE}) is copied to a per-thread panel ({@link #packStripe}),
-     * unless it is B's whole rows ({@link #readsInPlace}), and A is read in place; a 6-row (then a 4-, 3- or 2-row) tile of C over the stripe stays in registers (at two
-     * vectors, 12 accumulators, two B vectors and one broadcast fill the 16 AVX2 registers; about 40% faster than 4
-     * rows on 64×64×64), and
-     * every element is accumulated over k in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
+     * unless it is B's whole rows ({@link #readsInPlace}), and A is read in place; a 6-row (then a 4-, 3- or 2-row)
+     * tile of C over the stripe stays in registers (at two vectors, 12 accumulators, two B vectors and one broadcast
+     * fill the 16 AVX2 registers; about 40% faster than 4 rows on 64×64×64), and every element is accumulated over k
+     * in order (bitwise reproducible, whatever the tile). {@code op(A) = Aᵀ}
      * ({@code A} stored {@code [k×m]}) when {@code transA}. {@code beta = 0} overwrites C. A triangular
      * {@code structure} skips only terms whose A entry is a stored zero, which leave an accumulator unchanged,
      * so the result is bitwise that of {@link Structure#FULL} for finite B.

@@ -24,8 +24,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     /**
      * Floats of chunk intermediates that the live tapes of one backend may keep (256 MiB); a call that does not fit
      * recomputes them. One chunk-head of K=V=64 holds 96 KiB, of K=V=128 144 KiB ({@link KdaChunk.Intermediates}):
-     * the budget holds 2730 chunk-heads of K=V=64, 175 K token-heads (the 23.7 M-parameter benchmark model's six KDA
-     * layers over two rows of 2048 tokens need 1536).
+     * the budget holds 2730 chunk-heads of K=V=64, about 175 000 tokens of one value head (the 23.7 M-parameter
+     * benchmark model's six KDA layers over two rows of 2048 tokens need 1536 chunk-heads).
      */
     static final long KEPT_FLOATS = 64L << 20;
 
