@@ -66,7 +66,7 @@ public final class KdaChunk {
     private final float[] expSuffix;
     /**
      * {@code Qg}, {@code Kg}, {@code Kd} ({@code [L,K]}): elementwise products of q and k with the exponentials, so
-     * they are not kept but formed again by the backward ({@link #decayQk}) from rows it reads anyway.
+     * they are not kept but formed again by the backward ({@link #decays}) from rows it reads anyway.
      */
     private final float[] qg;
     private final float[] kg;
@@ -304,7 +304,6 @@ public final class KdaChunk {
         if (kept != null) {
             gatherValues(s, first, len);
             decays(len, docs);
-            decayQk(len);
         } else {
             prepare(s, first, len, docs, s0, h0);
         }
@@ -460,7 +459,6 @@ public final class KdaChunk {
                          float[] h0) {
         gatherValues(s, first, len);
         decays(len, docs);
-        decayQk(len);
         pairs.forward(qIn, kIn, gIn, row0, len, docs.rowStart, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = betaIn[row0 + r];
@@ -485,8 +483,9 @@ public final class KdaChunk {
     }
 
     /**
-     * {@code expPrefix = exp(Γ)} and {@code expSuffix = exp(Λ)}: prefix sums of the gates restarted at each
-     * document's first row, suffix sums at each one's last row.
+     * {@code expPrefix = exp(Γ)} and {@code expSuffix = exp(Λ)} (prefix sums of the gates restarted at each
+     * document's first row, suffix sums at each one's last row), then {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}
+     * and {@code Kd = K ⊙ exp(Λ)}.
      */
     private void decays(int len, Documents docs) {
         for (int r = 0; r < len; r++) {
@@ -503,10 +502,6 @@ public final class KdaChunk {
             ChunkMath.exp(kd, run, 0, expSuffix, r * kd);
             axpy(kd, 1f, gIn, (row0 + r) * kd, run, 0);
         }
-    }
-
-    /** {@code Qg = Q ⊙ exp(Γ)}, {@code Kg = K ⊙ exp(Γ)}, {@code Kd = K ⊙ exp(Λ)} from the chunk's exponentials. */
-    private void decayQk(int len) {
         multiply(len * kd, qIn, row0 * kd, expPrefix, 0, qg, 0);
         multiply(len * kd, kIn, row0 * kd, expPrefix, 0, kg, 0);
         multiply(len * kd, kIn, row0 * kd, expSuffix, 0, kDecayed, 0);

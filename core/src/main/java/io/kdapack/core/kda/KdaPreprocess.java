@@ -182,7 +182,7 @@ public final class KdaPreprocess {
                 }
             }
         });
-        return withParameterGradients(in, options, rawDq, rawDk, rawDg, rawDBeta, aLogRows, runner);
+        return withParameterGradients(in, options, inside, rawDq, rawDk, rawDg, rawDBeta, aLogRows, runner);
     }
 
     /**
@@ -195,8 +195,14 @@ public final class KdaPreprocess {
      */
     static RawGradients withParameterGradients(KdaInputs in, KdaOptions options, float[] dq, float[] dk, float[] dg,
                                                float[] dBeta, double[] aLogRows, BlockRunner runner) {
+        return withParameterGradients(in, options, insideSegments(in.segments()), dq, dk, dg, dBeta, aLogRows, runner);
+    }
+
+    /** {@link #withParameterGradients} given which tokens are {@code inside} the segments. */
+    private static RawGradients withParameterGradients(KdaInputs in, KdaOptions options, boolean[] inside, float[] dq,
+                                                       float[] dk, float[] dg, float[] dBeta, double[] aLogRows,
+                                                       BlockRunner runner) {
         int hv = in.valueHeads();
-        boolean[] inside = insideSegments(in.segments());
         float[] dALog = aLogRows == null ? null : tokenSums(in, inside, hv, runner, (p, sum) -> {
             for (int vh = 0; vh < hv; vh++) {
                 sum[vh] += aLogRows[p * hv + vh];

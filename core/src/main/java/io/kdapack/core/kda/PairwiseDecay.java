@@ -107,7 +107,7 @@ final class PairwiseDecay {
      */
     private void forwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart, float[] aQK,
                               float[] pKK) {
-        boolean factored = b > MIN_BLOCK || factorable(g, first, a, b); // blockRows checked a longer block
+        boolean factored = factors(g, first, a, b);
         anchorFactors(q, k, g, first, a, b, factored);
         int cols = factored ? a + b : a;
         if (cols > 0) {
@@ -144,7 +144,7 @@ final class PairwiseDecay {
     /** Backward of {@link #forwardBlock}. */
     private void backwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart,
                                float[] dAQK, float[] dP, float[] dq, float[] dk, float[] dGamma) {
-        boolean factored = b > MIN_BLOCK || factorable(g, first, a, b); // blockRows checked a longer block
+        boolean factored = factors(g, first, a, b);
         anchorFactors(q, k, g, first, a, b, factored);
         if (factored) {
             // The diagonal block joins the products: only its lower triangle may contribute.
@@ -213,6 +213,11 @@ final class PairwiseDecay {
             dk[row + i] += dy;
             dGamma[i] = Math.fma(-k[row + i], dy, dGamma[i]);
         }
+    }
+
+    /** Whether the block of {@link #blockRows} at {@code a} factors: any longer than {@value #MIN_BLOCK} rows does. */
+    private boolean factors(float[] g, int first, int a, int b) {
+        return b > MIN_BLOCK || factorable(g, first, a, b);
     }
 
     /**
