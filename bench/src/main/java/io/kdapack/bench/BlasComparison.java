@@ -1,36 +1,52 @@
 package io.kdapack.bench;
 
 import io.kdapack.core.linalg.Gemm;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * kdapack's matrix product beside the best BLAS found on the machine, for scale: numpy's (OpenBLAS in the wheels),
- * run by {@code python3 -c}. Square fp32 products of {@value #SMALL}³ and {@value #LARGE}³, each side timed as the
- * best of {@value #SAMPLES} samples of enough products to take a few tenths of a second, one after the other in the
- * same minutes: kdapack's {@link Gemm#parallelSgemm} on a pool of {@code threads}, then numpy with
- * {@code OPENBLAS_NUM_THREADS} (and {@code OMP_NUM_THREADS}) set to {@code threads} and {@code OPENBLAS_CORETYPE}
- * removed from its environment, so that OpenBLAS picks the kernels of the CPU it finds.
+ * in a {@code python3} process of its own. Square fp32 products of {@value #SMALL}³ and {@value #LARGE}³, each side
+ * timed as the best of {@value #SAMPLES} samples of enough products to take a few tenths of a second, <em>the two
+ * sides taking turns</em> sample by sample: kdapack's {@link Gemm#parallelSgemm} on a pool of {@code threads}, then
+ * numpy with {@code OPENBLAS_NUM_THREADS} (and {@code OMP_NUM_THREADS}) set to {@code threads} and
+ * {@code OPENBLAS_CORETYPE} removed from its environment, so that OpenBLAS picks the kernels of the CPU it finds.
  *
- * <p>Without {@code python3} or numpy, or when the script fails or runs past {@value #TIMEOUT_S} s (it is then
- * killed), {@link #measure} says so in {@code blas} and leaves out the figures: a benchmark never fails for want of a
- * BLAS.
+ * <p>Why in turns: on the VMs this runs on, the rate a core gives moves by up to 2× from one second to the next
+ * (a register-only multiply-add loop and the product fall together whenever the core's other hardware thread is busy,
+ * docs/kda.md), so one side timed after the other compares two machines. Why a pause after each numpy sample:
+ * OpenBLAS's worker threads spin for a while after a product before they sleep, and a kdapack sample started in that
+ * while runs at half its rate on two threads (measured).
+ *
+ * <p>Without {@code python3} or numpy, or when the script fails or the whole comparison runs past {@value #TIMEOUT_S}
+ * s (the process is then killed), {@link #measure} says so in {@code blas} and leaves out the figures: a benchmark
+ * never fails for want of a BLAS.
  */
 public final class BlasComparison {
 
     static final int SMALL = 512;
     static final int LARGE = 1024;
-    static final int SAMPLES = 5;
+    static final int SAMPLES = 7;
     /** Bound on the numpy process: its products take a few seconds; a hung or swapping one is killed. */
     static final long TIMEOUT_S = 120;
+    /** Wait after each numpy sample: OpenBLAS's workers spin about 2^28 cycles (its THREAD_TIMEOUT) before sleeping. */
+    static final long SETTLE_MS = 250;
 
-    /** Prints "name version" of numpy's BLAS, then one "n gflops" line per size, best of the samples. */
+    /**
+     * Prints "numpy version BLAS-name version", then for each size read from stdin the seconds of one product, as the
+     * mean of enough products to take a few tenths of a second (the first request of a size also warms it up).
+     */
     private static final String SCRIPT = """
             import sys, time
             import numpy as np
@@ -40,27 +56,27 @@ public final class BlasComparison {
                 name = blas.get('name', name) + ' ' + str(blas.get('version', ''))
             except Exception:
                 pass
-            print('numpy ' + np.__version__ + ' ' + name.strip())
+            print('numpy ' + np.__version__ + ' ' + name.strip(), flush=True)
             rng = np.random.default_rng(1)
-            for n in map(int, sys.argv[1:]):
-                a = rng.random((n, n), dtype=np.float32) - 0.5
-                b = rng.random((n, n), dtype=np.float32) - 0.5
+            operands = {}
+            for line in sys.stdin:
+                n = int(line)
+                if n not in operands:
+                    operands[n] = (rng.random((n, n), dtype=np.float32) - 0.5, rng.random((n, n), dtype=np.float32) - 0.5)
+                    operands[n][0] @ operands[n][1]
+                a, b = operands[n]
                 reps = max(1, (8 * 512 ** 3) // n ** 3)
-                a @ b
-                best = float('inf')
-                for _ in range(%d):
-                    t = time.perf_counter()
-                    for _ in range(reps):
-                        a @ b
-                    best = min(best, (time.perf_counter() - t) / reps)
-                print(n, 2.0 * n ** 3 / best * 1e-9)
-            """.formatted(SAMPLES);
+                t = time.perf_counter()
+                for _ in range(reps):
+                    a @ b
+                print((time.perf_counter() - t) / reps, flush=True)
+            """;
 
     private BlasComparison() {
     }
 
     /**
-     * Measures both sides; the map holds {@code blas} (what was found, or why nothing was), and where found
+     * Measures both sides in turns; the map holds {@code blas} (what was found, or why nothing was), and where found
      * {@code blas_gflops}, kdapack's {@code gemm_gflops} and their ratio {@code matmul_over_blas}, each keyed by size.
      *
      * @param threads worker threads of both sides, ≥ 1
@@ -69,113 +85,182 @@ public final class BlasComparison {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be >= 1, got " + threads);
         }
-        Map<String, Double> gemm = new LinkedHashMap<>();
+        Map<String, Object> out = new LinkedHashMap<>();
         ForkJoinPool pool = new ForkJoinPool(threads);
-        try {
+        try (Numpy numpy = Numpy.start(threads)) {
+            Map<String, Double> blas = new LinkedHashMap<>();
+            Map<String, Double> gemm = new LinkedHashMap<>();
             for (int n : List.of(SMALL, LARGE)) {
-                gemm.put(Integer.toString(n), gemmGflops(pool, n));
+                Product product = new Product(pool, n);
+                product.seconds(); // warm-up: compiles the kernels
+                numpy.seconds(n); // warm-up of numpy's side
+                double bestGemm = Double.POSITIVE_INFINITY;
+                double bestBlas = Double.POSITIVE_INFINITY;
+                for (int s = 0; s < SAMPLES; s++) {
+                    bestGemm = Math.min(bestGemm, product.seconds());
+                    bestBlas = Math.min(bestBlas, numpy.seconds(n));
+                    Thread.sleep(SETTLE_MS);
+                }
+                gemm.put(Integer.toString(n), gflops(n, bestGemm));
+                blas.put(Integer.toString(n), gflops(n, bestBlas));
             }
+            out.put("blas", numpy.description());
+            out.put("blas_gflops", blas);
+            out.put("gemm_gflops", gemm);
+            out.put("matmul_over_blas", blas.keySet().stream().collect(Collectors.toMap(n -> n,
+                    n -> gemm.get(n) / blas.get(n), (x, y) -> x, LinkedHashMap::new)));
+        } catch (NumpyUnavailable e) {
+            out.clear();
+            out.put("blas", "not found (" + e.getMessage() + ")");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            out.clear();
+            out.put("blas", "not found (interrupted)");
         } finally {
             pool.shutdown();
         }
-        Map<String, Object> out = new LinkedHashMap<>();
-        Numpy numpy = numpy(threads);
-        out.put("blas", numpy.description());
-        if (numpy.gflops().isEmpty()) {
-            return out;
-        }
-        Map<String, Double> ratio = new LinkedHashMap<>();
-        gemm.forEach((n, g) -> ratio.put(n, g / numpy.gflops().get(n)));
-        out.put("blas_gflops", numpy.gflops());
-        out.put("gemm_gflops", gemm);
-        out.put("matmul_over_blas", ratio);
         return out;
     }
 
-    /** Best of the samples of kdapack's product of two random {@code n × n} matrices, in GFLOP/s. */
-    static double gemmGflops(ForkJoinPool pool, int n) {
-        Random random = new Random(1);
-        float[] a = new float[n * n];
-        float[] b = new float[n * n];
-        float[] c = new float[n * n];
-        for (int i = 0; i < a.length; i++) {
-            a[i] = random.nextFloat() - 0.5f;
-            b[i] = random.nextFloat() - 0.5f;
+    private static double gflops(int n, double seconds) {
+        return 2.0 * n * n * n / seconds * 1e-9;
+    }
+
+    /** kdapack's product of two random {@code n × n} matrices, timed like numpy's side. */
+    static final class Product {
+        private final ForkJoinPool pool;
+        private final int n;
+        private final long reps;
+        private final float[] a;
+        private final float[] b;
+        private final float[] c;
+
+        Product(ForkJoinPool pool, int n) {
+            this.pool = pool;
+            this.n = n;
+            reps = Math.max(1, 8L * SMALL * SMALL * SMALL / ((long) n * n * n));
+            Random random = new Random(1);
+            a = new float[n * n];
+            b = new float[n * n];
+            c = new float[n * n];
+            for (int i = 0; i < a.length; i++) {
+                a[i] = random.nextFloat() - 0.5f;
+                b[i] = random.nextFloat() - 0.5f;
+            }
         }
-        long reps = Math.max(1, 8L * SMALL * SMALL * SMALL / ((long) n * n * n));
-        Runnable products = () -> {
+
+        /** Seconds per product, the mean of {@link #reps}. */
+        double seconds() {
+            long start = System.nanoTime();
             for (long r = 0; r < reps; r++) {
                 Gemm.parallelSgemm(pool, false, false, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n);
             }
-        };
-        products.run(); // warm-up: compiles the kernels
-        products.run();
-        double best = Double.POSITIVE_INFINITY;
-        for (int s = 0; s < SAMPLES; s++) {
-            long start = System.nanoTime();
-            products.run();
-            best = Math.min(best, (System.nanoTime() - start) * 1e-9 / reps);
+            return (System.nanoTime() - start) * 1e-9 / reps;
         }
-        return 2.0 * n * n * n / best * 1e-9;
     }
 
-    /** What numpy gave: a description, and GFLOP/s by size (empty when it gave none). */
-    record Numpy(String description, Map<String, Double> gflops) {
+    /** Why there is no numpy to compare with; the message goes into {@code blas}. */
+    static final class NumpyUnavailable extends Exception {
+        NumpyUnavailable(String message) {
+            super(message);
+        }
     }
 
-    static Numpy numpy(int threads) {
-        ProcessBuilder builder = new ProcessBuilder("python3", "-c", SCRIPT, Integer.toString(SMALL),
-                Integer.toString(LARGE)).redirectErrorStream(true);
-        builder.environment().remove("OPENBLAS_CORETYPE");
-        builder.environment().put("OPENBLAS_NUM_THREADS", Integer.toString(threads));
-        builder.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
-        Process process;
-        try {
-            process = builder.start();
-        } catch (IOException e) {
-            return new Numpy("not found (no python3: " + e.getMessage() + ")", Map.of());
-        }
-        try {
-            process.getOutputStream().close();
-            if (!process.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                return new Numpy("not found (numpy ran past " + TIMEOUT_S + " s; killed)", Map.of());
+    /** The python3 process that times numpy's products on request; killed after {@value #TIMEOUT_S} s at the latest. */
+    static final class Numpy implements AutoCloseable {
+        private final Process process;
+        private final BufferedReader from;
+        private final PrintWriter to;
+        private final String description;
+
+        private Numpy(Process process) throws NumpyUnavailable {
+            this.process = process;
+            from = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+            to = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
+            CompletableFuture.delayedExecutor(TIMEOUT_S, TimeUnit.SECONDS).execute(process::destroyForcibly);
+            description = line();
+            if (!description.startsWith("numpy ")) {
+                throw stopped(description);
             }
-            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-            return parse(process.exitValue(), output);
-        } catch (IOException e) {
-            process.destroyForcibly();
-            return new Numpy("not found (reading python3's output: " + e.getMessage() + ")", Map.of());
-        } catch (InterruptedException e) {
-            process.destroyForcibly();
-            Thread.currentThread().interrupt();
-            return new Numpy("not found (interrupted)", Map.of());
         }
-    }
 
-    /** The script's output: its first line names the BLAS, then "n gflops" per size. */
-    static Numpy parse(int exitCode, String output) {
-        String[] lines = output.split("\\R");
-        if (exitCode != 0) {
-            String last = lines[lines.length - 1];
-            return new Numpy(last.contains("No module named") ? "not found (python3 has no numpy)"
-                    : "not found (python3 exited " + exitCode + ": " + last + ")", Map.of());
-        }
-        Map<String, Double> gflops = new LinkedHashMap<>();
-        for (int i = 1; i < lines.length; i++) {
-            String[] fields = lines[i].trim().split("\\s+");
-            if (fields.length != 2) {
-                return new Numpy("not found (unexpected line from numpy: " + lines[i] + ")", Map.of());
-            }
+        static Numpy start(int threads) throws NumpyUnavailable {
+            ProcessBuilder builder = new ProcessBuilder("python3", "-c", SCRIPT).redirectErrorStream(true);
+            builder.environment().remove("OPENBLAS_CORETYPE");
+            builder.environment().put("OPENBLAS_NUM_THREADS", Integer.toString(threads));
+            builder.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
             try {
-                gflops.put(fields[0], Double.parseDouble(fields[1]));
-            } catch (NumberFormatException e) {
-                return new Numpy("not found (unexpected line from numpy: " + lines[i] + ")", Map.of());
+                return new Numpy(builder.start());
+            } catch (IOException e) {
+                throw new NumpyUnavailable("no python3: " + e.getMessage());
             }
         }
-        if (!gflops.keySet().equals(java.util.Set.of(Integer.toString(SMALL), Integer.toString(LARGE)))) {
-            return new Numpy("not found (numpy gave sizes " + gflops.keySet() + ")", Map.of());
+
+        String description() {
+            return description;
         }
-        return new Numpy(lines[0], gflops);
+
+        /** Seconds of one {@code n × n} product by numpy. */
+        double seconds(int n) throws NumpyUnavailable {
+            to.println(n);
+            String line = line();
+            try {
+                return Double.parseDouble(line);
+            } catch (NumberFormatException e) {
+                throw stopped(line);
+            }
+        }
+
+        private String line() throws NumpyUnavailable {
+            try {
+                String line = from.readLine();
+                if (line == null) {
+                    throw stopped("");
+                }
+                return line;
+            } catch (IOException e) {
+                throw new NumpyUnavailable("reading python3's output: " + e.getMessage());
+            }
+        }
+
+        /** The script stopped or printed something else than expected: say why, from the rest of its output. */
+        private NumpyUnavailable stopped(String line) {
+            String rest;
+            try {
+                to.close();
+                rest = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                process.waitFor(TIMEOUT_S, TimeUnit.SECONDS);
+            } catch (IOException e) {
+                rest = "";
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                rest = "";
+            }
+            Integer exit = process.isAlive() ? null : process.exitValue();
+            process.destroyForcibly();
+            return new NumpyUnavailable(reason(exit, (line + "\n" + rest).strip()));
+        }
+
+        @Override
+        public void close() {
+            to.close();
+            process.destroyForcibly();
+        }
+    }
+
+    /**
+     * Why the script gave no figure, from its exit status ({@code null} while it still runs) and its output.
+     */
+    static String reason(Integer exitCode, String output) {
+        String[] lines = output.split("\\R");
+        String last = lines[lines.length - 1];
+        if (output.contains("No module named")) {
+            return "python3 has no numpy";
+        }
+        if (exitCode == null || exitCode == 0) {
+            return "unexpected output from numpy: " + last;
+        }
+        return exitCode == 137 || exitCode == 9 ? "numpy ran past " + TIMEOUT_S + " s; killed"
+                : "python3 exited " + exitCode + ": " + last;
     }
 }

@@ -5,34 +5,43 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ForkJoinPool;
 import org.junit.jupiter.api.Test;
 
 class BlasComparisonTest {
 
     @Test
-    void readsTheScriptsOutput() {
-        BlasComparison.Numpy numpy = BlasComparison.parse(0, "numpy 2.4.6 scipy-openblas 0.3.31\n512 305.0\n1024 346.5");
-        assertEquals("numpy 2.4.6 scipy-openblas 0.3.31", numpy.description());
-        assertEquals(Map.of("512", 305.0, "1024", 346.5), numpy.gflops());
+    void saysWhyNumpyGaveNoFigure() {
+        assertEquals("python3 has no numpy", BlasComparison.reason(1,
+                "Traceback (most recent call last):\nModuleNotFoundError: No module named 'numpy'"));
+        assertEquals("python3 exited 2: boom", BlasComparison.reason(2, "Traceback\nboom"));
+        assertEquals("numpy ran past " + BlasComparison.TIMEOUT_S + " s; killed", BlasComparison.reason(137, ""));
+        assertEquals("unexpected output from numpy: fast", BlasComparison.reason(null, "fast"));
     }
 
     @Test
-    void saysNotFoundWithoutNumpyOrOnOutputItCannotRead() {
-        BlasComparison.Numpy missing = BlasComparison.parse(1,
-                "Traceback (most recent call last):\nModuleNotFoundError: No module named 'numpy'");
-        assertEquals("not found (python3 has no numpy)", missing.description());
-        assertTrue(missing.gflops().isEmpty());
-        assertTrue(BlasComparison.parse(0, "numpy 2\n512 fast").description().startsWith("not found (unexpected line"));
-        assertTrue(BlasComparison.parse(0, "numpy 2\n512 300").description().startsWith("not found (numpy gave sizes"));
-        assertTrue(BlasComparison.parse(2, "boom").description().startsWith("not found (python3 exited 2: boom"));
+    void givesBothSidesAndTheirRatioOrSaysWhyNot() {
+        Map<String, Object> out = BlasComparison.measure(1);
+        String blas = (String) out.get("blas");
+        if (blas.startsWith("not found")) {
+            assertEquals(Map.of("blas", blas), out, "without numpy only the reason: " + out);
+            return;
+        }
+        assertTrue(blas.startsWith("numpy "), blas);
+        for (String key : new String[] {"blas_gflops", "gemm_gflops", "matmul_over_blas"}) {
+            @SuppressWarnings("unchecked")
+            Map<String, Double> bySize = (Map<String, Double>) out.get(key);
+            assertEquals(Set.of("512", "1024"), bySize.keySet(), key);
+            bySize.values().forEach(v -> assertTrue(v > 0 && Double.isFinite(v), key + " " + v));
+        }
     }
 
     @Test
     void timesKdapacksProduct() {
         ForkJoinPool pool = new ForkJoinPool(1);
         try {
-            assertTrue(BlasComparison.gemmGflops(pool, 64) > 0);
+            assertTrue(new BlasComparison.Product(pool, 64).seconds() > 0);
         } finally {
             pool.shutdown();
         }
