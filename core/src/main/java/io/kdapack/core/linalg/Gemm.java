@@ -23,9 +23,9 @@ public final class Gemm {
     /**
      * Rows of the register tile, for the width found at run time: 6 × 4 vector accumulators with AVX-512 (24 of its
      * 32 registers, the four B vectors and a broadcast beside them: 10 loads per 24 multiply-adds, where the 8 × 2
-     * tile it replaced took 10 per 16; 6–15 % faster whenever the core's other hardware thread is busy, equal when
-     * it is idle, docs/kda.md), 4 × 2 with AVX2 or SSE, whose 16 registers a 6-row tile overflows (C2 hoists the
-     * broadcasts; measured at half the speed). The tile's shape changes only which elements share a kernel call,
+     * tile it replaced took 10 per 16; 6–13 % faster by median on a VM whose cores are shared, as fast at best,
+     * docs/kda.md), 4 × 2 with AVX2 or SSE, whose 16 registers a 6-row tile overflows (C2 hoists the broadcasts;
+     * measured at half the speed). The tile's shape changes only which elements share a kernel call,
      * never the order of any element's sum (see the class comment).
      */
     static final int MR = LANES >= 16 ? 6 : 4;
