@@ -24,10 +24,10 @@ import java.util.stream.Collectors;
  * {@code OPENBLAS_CORETYPE} removed from its environment, so that OpenBLAS picks the kernels of the CPU it finds.
  *
  * <p>Why in turns: on the VMs this runs on, the rate a core gives moves by up to 2× from one second to the next
- * (a register-only multiply-add loop and the product fall together whenever the core's other hardware thread is busy,
+ * (a register-only multiply-add loop and the product fall together: the core is shared with another hardware thread,
  * docs/kda.md), so one side timed after the other compares two machines. Why a pause after each numpy sample:
- * OpenBLAS's worker threads spin for a while after a product before they sleep, and a kdapack sample started in that
- * while runs at half its rate on two threads (measured).
+ * OpenBLAS's worker threads (with more than one thread) spin for a while after a product before they sleep, and a
+ * kdapack sample started in that while runs at two thirds of its rate on two threads (measured).
  *
  * <p>Without {@code python3} or numpy, or when the script fails or the whole comparison runs past {@value #TIMEOUT_S}
  * s (the process is then killed), {@link #measure} says so in {@code blas} and leaves out the figures: a benchmark
@@ -37,11 +37,11 @@ public final class BlasComparison {
 
     static final int SMALL = 512;
     static final int LARGE = 1024;
-    static final int SAMPLES = 7;
+    static final int SAMPLES = 5;
     /** Bound on the numpy process: its products take a few seconds; a hung or swapping one is killed. */
     static final long TIMEOUT_S = 120;
-    /** Wait after each numpy sample: OpenBLAS's workers spin about 2^28 cycles (its THREAD_TIMEOUT) before sleeping. */
-    static final long SETTLE_MS = 250;
+    /** Wait after each numpy sample, for OpenBLAS's workers to stop spinning (0.3 s was not always enough: measured). */
+    static final long SETTLE_MS = 1000;
 
     /**
      * Prints "numpy version BLAS-name version", then for each size read from stdin the seconds of one product, as the
@@ -99,7 +99,9 @@ public final class BlasComparison {
                 for (int s = 0; s < SAMPLES; s++) {
                     bestGemm = Math.min(bestGemm, product.seconds());
                     bestBlas = Math.min(bestBlas, numpy.seconds(n));
-                    Thread.sleep(SETTLE_MS);
+                    if (threads > 1) { // on one thread OpenBLAS starts no workers
+                        Thread.sleep(SETTLE_MS);
+                    }
                 }
                 gemm.put(Integer.toString(n), gflops(n, bestGemm));
                 blas.put(Integer.toString(n), gflops(n, bestBlas));
