@@ -40,7 +40,7 @@ public final class BlasComparison {
     static final int SAMPLES = 5;
     /** Bound on the numpy process: its products take a few seconds; a hung or swapping one is killed. */
     static final long TIMEOUT_S = 120;
-    /** Wait after each numpy sample, for OpenBLAS's workers to stop spinning (0.3 s was not always enough: measured). */
+    /** Wait after each numpy sample, for OpenBLAS's workers to stop spinning (0.3 s was not always enough). */
     static final long SETTLE_MS = 1000;
 
     /**
@@ -62,8 +62,10 @@ public final class BlasComparison {
             for line in sys.stdin:
                 n = int(line)
                 if n not in operands:
-                    operands[n] = (rng.random((n, n), dtype=np.float32) - 0.5, rng.random((n, n), dtype=np.float32) - 0.5)
-                    operands[n][0] @ operands[n][1]
+                    a = rng.random((n, n), dtype=np.float32) - 0.5
+                    b = rng.random((n, n), dtype=np.float32) - 0.5
+                    a @ b
+                    operands[n] = (a, b)
                 a, b = operands[n]
                 reps = max(1, (8 * 512 ** 3) // n ** 3)
                 t = time.perf_counter()
@@ -262,7 +264,9 @@ public final class BlasComparison {
         if (exitCode == null || exitCode == 0) {
             return "unexpected output from numpy: " + last;
         }
-        return exitCode == 137 || exitCode == 9 ? "numpy ran past " + TIMEOUT_S + " s; killed"
-                : "python3 exited " + exitCode + ": " + last;
+        if (exitCode == 137 || exitCode == 9) {
+            return "python3 was killed: past the " + TIMEOUT_S + " s bound, or out of memory";
+        }
+        return "python3 exited " + exitCode + ": " + last;
     }
 }
