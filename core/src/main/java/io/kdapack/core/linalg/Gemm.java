@@ -21,17 +21,15 @@ public final class Gemm {
     private static final VectorSpecies<Float> SPECIES = VectorWidth.SPECIES;
     private static final int LANES = SPECIES.length();
     /**
-     * Rows of the register tile, for the width found at run time: 6 × 4 vector accumulators with AVX-512 (24 of its
-     * 32 registers, the four B vectors and a broadcast beside them: 10 loads per 24 multiply-adds, where the 8 × 2
-     * tile it replaced took 10 per 16; 6–13 % faster by median on a VM whose cores are shared, as fast at best,
-     * docs/kda.md), 4 × 2 with AVX2 or SSE, whose 16 registers a 6-row tile overflows (C2 hoists the broadcasts;
-     * measured at half the speed). The tile's shape changes only which elements share a kernel call,
-     * never the order of any element's sum (see the class comment).
+     * Rows of the register tile, for the width found at run time: 8 × 2 vector accumulators with AVX-512 (16 of its
+     * 32 registers, the two B vectors and the broadcasts beside them), 4 × 2 with AVX2 or SSE, whose 16 registers
+     * a 6-row tile overflows (C2 hoists the broadcasts; measured at half the speed). The tile's shape
+     * changes only which elements share a kernel call, never the order of any element's sum (see the class comment).
      */
-    static final int MR = LANES >= 16 ? 6 : 4;
-    /** Columns of the register tile: four vectors with AVX-512, two otherwise. */
-    private static final int NR = (LANES >= 16 ? 4 : 2) * LANES;
-    /** Depth of a packed block: a panel of B ({@code KC × NR} floats) stays in L1 (32 KiB) or L2 (64 KiB). */
+    static final int MR = LANES >= 16 ? 8 : 4;
+    /** Columns of the register tile: two vectors. */
+    private static final int NR = 2 * LANES;
+    /** Depth of a packed block: a panel of B ({@code KC × NR} floats) stays in L1. */
     static final int KC = 256;
     /** Rows of a packed block of A ({@code MC × KC} floats stay in L2); a multiple of both tile heights. */
     static final int MC = 96;
@@ -52,7 +50,7 @@ public final class Gemm {
     private Gemm() {
     }
 
-    /** Columns of the register tile on this machine: four vectors of {@link VectorWidth#SPECIES} at 16 lanes, else 2. */
+    /** Columns of the register tile on this machine (two vectors of {@link VectorWidth#SPECIES}). */
     public static int nr() {
         return NR;
     }
@@ -169,9 +167,8 @@ public final class Gemm {
             } else if (cols == NR) {
                 for (int p = 0; p < kc; p++) {
                     int src = bOffset + (pc + p) * ldb + jr;
-                    for (int v = 0; v < NR; v += LANES) {
-                        FloatVector.fromArray(SPECIES, b, src + v).intoArray(dst, base + p * NR + v);
-                    }
+                    FloatVector.fromArray(SPECIES, b, src).intoArray(dst, base + p * NR);
+                    FloatVector.fromArray(SPECIES, b, src + LANES).intoArray(dst, base + p * NR + LANES);
                 }
             } else {
                 for (int p = 0; p < kc; p++) {
@@ -270,7 +267,7 @@ public final class Gemm {
     private static void kernel(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
                                boolean overwrite) {
         switch (MR) {
-            case 6 -> kernel6(kc, pa, aPanel, pb, bPanel, c, cIndex, ldc, overwrite);
+            case 8 -> kernel8(kc, pa, aPanel, pb, bPanel, c, cIndex, ldc, overwrite);
             default -> kernel4(kc, pa, aPanel, pb, bPanel, c, cIndex, ldc, overwrite);
         }
     }
@@ -325,115 +322,89 @@ public final class Gemm {
         }
     }
 
-    /** 6-row, 4-vector tile: {@code C[r, 0..NR) (+)= Σ_p packedA[p, r] · packedB[p, 0..NR)}, {@code r < 6}. */
-    private static void kernel6(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
+    /** 8-row tile: {@code C[r, 0..NR) (+)= Σ_p packedA[p, r] · packedB[p, 0..NR)}, {@code r < 8}. */
+    private static void kernel8(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
                                 boolean overwrite) {
         FloatVector c00 = FloatVector.zero(SPECIES), c01 = FloatVector.zero(SPECIES);
-        FloatVector c02 = FloatVector.zero(SPECIES), c03 = FloatVector.zero(SPECIES);
         FloatVector c10 = FloatVector.zero(SPECIES), c11 = FloatVector.zero(SPECIES);
-        FloatVector c12 = FloatVector.zero(SPECIES), c13 = FloatVector.zero(SPECIES);
         FloatVector c20 = FloatVector.zero(SPECIES), c21 = FloatVector.zero(SPECIES);
-        FloatVector c22 = FloatVector.zero(SPECIES), c23 = FloatVector.zero(SPECIES);
         FloatVector c30 = FloatVector.zero(SPECIES), c31 = FloatVector.zero(SPECIES);
-        FloatVector c32 = FloatVector.zero(SPECIES), c33 = FloatVector.zero(SPECIES);
         FloatVector c40 = FloatVector.zero(SPECIES), c41 = FloatVector.zero(SPECIES);
-        FloatVector c42 = FloatVector.zero(SPECIES), c43 = FloatVector.zero(SPECIES);
         FloatVector c50 = FloatVector.zero(SPECIES), c51 = FloatVector.zero(SPECIES);
-        FloatVector c52 = FloatVector.zero(SPECIES), c53 = FloatVector.zero(SPECIES);
+        FloatVector c60 = FloatVector.zero(SPECIES), c61 = FloatVector.zero(SPECIES);
+        FloatVector c70 = FloatVector.zero(SPECIES), c71 = FloatVector.zero(SPECIES);
         for (int p = 0; p < kc; p++) {
             int bi = bPanel + p * NR;
-            int ai = aPanel + p * 6;
+            int ai = aPanel + p * 8;
             FloatVector b0 = FloatVector.fromArray(SPECIES, pb, bi);
             FloatVector b1 = FloatVector.fromArray(SPECIES, pb, bi + LANES);
-            FloatVector b2 = FloatVector.fromArray(SPECIES, pb, bi + 2 * LANES);
-            FloatVector b3 = FloatVector.fromArray(SPECIES, pb, bi + 3 * LANES);
             FloatVector x0 = FloatVector.broadcast(SPECIES, pa[ai + 0]);
             c00 = x0.fma(b0, c00);
             c01 = x0.fma(b1, c01);
-            c02 = x0.fma(b2, c02);
-            c03 = x0.fma(b3, c03);
             FloatVector x1 = FloatVector.broadcast(SPECIES, pa[ai + 1]);
             c10 = x1.fma(b0, c10);
             c11 = x1.fma(b1, c11);
-            c12 = x1.fma(b2, c12);
-            c13 = x1.fma(b3, c13);
             FloatVector x2 = FloatVector.broadcast(SPECIES, pa[ai + 2]);
             c20 = x2.fma(b0, c20);
             c21 = x2.fma(b1, c21);
-            c22 = x2.fma(b2, c22);
-            c23 = x2.fma(b3, c23);
             FloatVector x3 = FloatVector.broadcast(SPECIES, pa[ai + 3]);
             c30 = x3.fma(b0, c30);
             c31 = x3.fma(b1, c31);
-            c32 = x3.fma(b2, c32);
-            c33 = x3.fma(b3, c33);
             FloatVector x4 = FloatVector.broadcast(SPECIES, pa[ai + 4]);
             c40 = x4.fma(b0, c40);
             c41 = x4.fma(b1, c41);
-            c42 = x4.fma(b2, c42);
-            c43 = x4.fma(b3, c43);
             FloatVector x5 = FloatVector.broadcast(SPECIES, pa[ai + 5]);
             c50 = x5.fma(b0, c50);
             c51 = x5.fma(b1, c51);
-            c52 = x5.fma(b2, c52);
-            c53 = x5.fma(b3, c53);
+            FloatVector x6 = FloatVector.broadcast(SPECIES, pa[ai + 6]);
+            c60 = x6.fma(b0, c60);
+            c61 = x6.fma(b1, c61);
+            FloatVector x7 = FloatVector.broadcast(SPECIES, pa[ai + 7]);
+            c70 = x7.fma(b0, c70);
+            c71 = x7.fma(b1, c71);
         }
         if (overwrite) {
             c00.intoArray(c, cIndex);
             c01.intoArray(c, cIndex + LANES);
-            c02.intoArray(c, cIndex + 2 * LANES);
-            c03.intoArray(c, cIndex + 3 * LANES);
             c10.intoArray(c, cIndex + ldc);
             c11.intoArray(c, cIndex + ldc + LANES);
-            c12.intoArray(c, cIndex + ldc + 2 * LANES);
-            c13.intoArray(c, cIndex + ldc + 3 * LANES);
             c20.intoArray(c, cIndex + 2 * ldc);
             c21.intoArray(c, cIndex + 2 * ldc + LANES);
-            c22.intoArray(c, cIndex + 2 * ldc + 2 * LANES);
-            c23.intoArray(c, cIndex + 2 * ldc + 3 * LANES);
             c30.intoArray(c, cIndex + 3 * ldc);
             c31.intoArray(c, cIndex + 3 * ldc + LANES);
-            c32.intoArray(c, cIndex + 3 * ldc + 2 * LANES);
-            c33.intoArray(c, cIndex + 3 * ldc + 3 * LANES);
             c40.intoArray(c, cIndex + 4 * ldc);
             c41.intoArray(c, cIndex + 4 * ldc + LANES);
-            c42.intoArray(c, cIndex + 4 * ldc + 2 * LANES);
-            c43.intoArray(c, cIndex + 4 * ldc + 3 * LANES);
             c50.intoArray(c, cIndex + 5 * ldc);
             c51.intoArray(c, cIndex + 5 * ldc + LANES);
-            c52.intoArray(c, cIndex + 5 * ldc + 2 * LANES);
-            c53.intoArray(c, cIndex + 5 * ldc + 3 * LANES);
+            c60.intoArray(c, cIndex + 6 * ldc);
+            c61.intoArray(c, cIndex + 6 * ldc + LANES);
+            c70.intoArray(c, cIndex + 7 * ldc);
+            c71.intoArray(c, cIndex + 7 * ldc + LANES);
         } else {
             int i0 = cIndex;
             FloatVector.fromArray(SPECIES, c, i0).add(c00).intoArray(c, i0);
             FloatVector.fromArray(SPECIES, c, i0 + LANES).add(c01).intoArray(c, i0 + LANES);
-            FloatVector.fromArray(SPECIES, c, i0 + 2 * LANES).add(c02).intoArray(c, i0 + 2 * LANES);
-            FloatVector.fromArray(SPECIES, c, i0 + 3 * LANES).add(c03).intoArray(c, i0 + 3 * LANES);
             int i1 = cIndex + ldc;
             FloatVector.fromArray(SPECIES, c, i1).add(c10).intoArray(c, i1);
             FloatVector.fromArray(SPECIES, c, i1 + LANES).add(c11).intoArray(c, i1 + LANES);
-            FloatVector.fromArray(SPECIES, c, i1 + 2 * LANES).add(c12).intoArray(c, i1 + 2 * LANES);
-            FloatVector.fromArray(SPECIES, c, i1 + 3 * LANES).add(c13).intoArray(c, i1 + 3 * LANES);
             int i2 = cIndex + 2 * ldc;
             FloatVector.fromArray(SPECIES, c, i2).add(c20).intoArray(c, i2);
             FloatVector.fromArray(SPECIES, c, i2 + LANES).add(c21).intoArray(c, i2 + LANES);
-            FloatVector.fromArray(SPECIES, c, i2 + 2 * LANES).add(c22).intoArray(c, i2 + 2 * LANES);
-            FloatVector.fromArray(SPECIES, c, i2 + 3 * LANES).add(c23).intoArray(c, i2 + 3 * LANES);
             int i3 = cIndex + 3 * ldc;
             FloatVector.fromArray(SPECIES, c, i3).add(c30).intoArray(c, i3);
             FloatVector.fromArray(SPECIES, c, i3 + LANES).add(c31).intoArray(c, i3 + LANES);
-            FloatVector.fromArray(SPECIES, c, i3 + 2 * LANES).add(c32).intoArray(c, i3 + 2 * LANES);
-            FloatVector.fromArray(SPECIES, c, i3 + 3 * LANES).add(c33).intoArray(c, i3 + 3 * LANES);
             int i4 = cIndex + 4 * ldc;
             FloatVector.fromArray(SPECIES, c, i4).add(c40).intoArray(c, i4);
             FloatVector.fromArray(SPECIES, c, i4 + LANES).add(c41).intoArray(c, i4 + LANES);
-            FloatVector.fromArray(SPECIES, c, i4 + 2 * LANES).add(c42).intoArray(c, i4 + 2 * LANES);
-            FloatVector.fromArray(SPECIES, c, i4 + 3 * LANES).add(c43).intoArray(c, i4 + 3 * LANES);
             int i5 = cIndex + 5 * ldc;
             FloatVector.fromArray(SPECIES, c, i5).add(c50).intoArray(c, i5);
             FloatVector.fromArray(SPECIES, c, i5 + LANES).add(c51).intoArray(c, i5 + LANES);
-            FloatVector.fromArray(SPECIES, c, i5 + 2 * LANES).add(c52).intoArray(c, i5 + 2 * LANES);
-            FloatVector.fromArray(SPECIES, c, i5 + 3 * LANES).add(c53).intoArray(c, i5 + 3 * LANES);
+            int i6 = cIndex + 6 * ldc;
+            FloatVector.fromArray(SPECIES, c, i6).add(c60).intoArray(c, i6);
+            FloatVector.fromArray(SPECIES, c, i6 + LANES).add(c61).intoArray(c, i6 + LANES);
+            int i7 = cIndex + 7 * ldc;
+            FloatVector.fromArray(SPECIES, c, i7).add(c70).intoArray(c, i7);
+            FloatVector.fromArray(SPECIES, c, i7 + LANES).add(c71).intoArray(c, i7 + LANES);
         }
     }
 

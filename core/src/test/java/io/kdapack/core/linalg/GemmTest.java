@@ -59,14 +59,15 @@ class GemmTest {
     /**
      * The issue-18 shapes: dimensions of 1, 7, 63, 65 and 513 (every edge of the 8-row and 4-row register tiles and of
      * the 32- and 16-column panels, a row block of {@link Gemm#MC} plus one, k past two packed blocks) and k = 1, for
-     * every transpose, n past one column block of {@link Gemm#NC}, against a float64 reference, and the parallel path bitwise equal to the serial one for 1, 2 and
-     * 3 threads. Tolerance 1e-5 as above (k ≤ 513).
+     * every transpose, n past one column block of {@link Gemm#NC}, against a float64 reference, and the parallel path
+     * bitwise equal to the serial one for 1, 2 and 3 threads; n = 192 and 1088 fill whole panels (the latter past a
+     * column block). Tolerance 1e-5 as above (k ≤ 513).
      */
     @Test
     void matchesDoubleReferenceOnTileEdgesAndIsThreadIndependent() {
         Random random = new Random(18);
         int[][] shapes = {{1, 513, 7}, {513, 1, 63}, {65, 63, 513}, {63, 65, 1}, {513, 65, 7}, {7, 7, 1},
-            {65, 513, 65}, {513, 63, 513}, {513, 513, 1}, {9, 1100, 300}};
+            {65, 513, 65}, {513, 63, 513}, {513, 513, 1}, {9, 1100, 300}, {97, 192, 300}, {13, 1088, 257}};
         ForkJoinPool[] pools = {new ForkJoinPool(1), new ForkJoinPool(2), new ForkJoinPool(3)};
         try {
             for (int[] s : shapes) {
