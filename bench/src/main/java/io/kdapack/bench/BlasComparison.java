@@ -99,11 +99,11 @@ public final class BlasComparison {
                 double bestGemm = Double.POSITIVE_INFINITY;
                 double bestBlas = Double.POSITIVE_INFINITY;
                 for (int s = 0; s < SAMPLES; s++) {
-                    bestGemm = Math.min(bestGemm, product.seconds());
-                    bestBlas = Math.min(bestBlas, numpy.seconds(n));
-                    if (threads > 1) { // on one thread OpenBLAS starts no workers
+                    if (threads > 1) { // after numpy's last product (on one thread OpenBLAS starts no workers)
                         Thread.sleep(SETTLE_MS);
                     }
+                    bestGemm = Math.min(bestGemm, product.seconds());
+                    bestBlas = Math.min(bestBlas, numpy.seconds(n));
                 }
                 gemm.put(Integer.toString(n), gflops(n, bestGemm));
                 blas.put(Integer.toString(n), gflops(n, bestBlas));
