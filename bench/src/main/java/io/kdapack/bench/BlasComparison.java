@@ -18,8 +18,8 @@ import java.util.stream.Collectors;
 /**
  * kdapack's matrix product beside the best BLAS found on the machine, for scale: numpy's (OpenBLAS in the wheels),
  * in a {@code python3} process of its own. Square fp32 products of {@value #SMALL}³ and {@value #LARGE}³, each side
- * timed as the best of {@value #SAMPLES} samples of enough products to take a few tenths of a second, <em>the two
- * sides taking turns</em> sample by sample: kdapack's {@link Gemm#parallelSgemm} on a pool of {@code threads}, then
+ * timed as the best of {@value #SAMPLES} samples of 8.6 GFLOP each (32 products of 512³, 4 of 1024³: tens of
+ * milliseconds), <em>the two sides taking turns</em> sample by sample: kdapack's {@link Gemm#parallelSgemm} on a pool of {@code threads}, then
  * numpy with {@code OPENBLAS_NUM_THREADS} (and {@code OMP_NUM_THREADS}) set to {@code threads} and
  * {@code OPENBLAS_CORETYPE} removed from its environment, so that OpenBLAS picks the kernels of the CPU it finds.
  *
@@ -27,7 +27,9 @@ import java.util.stream.Collectors;
  * (a register-only multiply-add loop and the product fall together: the core is shared with another hardware thread,
  * docs/kda.md), so one side timed after the other compares two machines. Why a pause after each numpy sample:
  * OpenBLAS's worker threads (with more than one thread) spin for a while after a product before they sleep, and a
- * kdapack sample started in that while runs at two thirds of its rate on two threads (measured).
+ * kdapack sample started in that while runs at two thirds of its rate on two threads (measured). Why an untimed
+ * sample of kdapack's after the pause: the cores come out of a second's idleness slow, and numpy's sample, right
+ * after kdapack's, never meets them so.
  *
  * <p>Without {@code python3} or numpy, or when the script fails or the whole comparison runs past {@value #TIMEOUT_S}
  * s (the process is then killed), {@link #measure} says so in {@code blas} and leaves out the figures: a benchmark
@@ -45,7 +47,7 @@ public final class BlasComparison {
 
     /**
      * Prints "numpy version BLAS-name version", then for each size read from stdin the seconds of one product, as the
-     * mean of enough products to take a few tenths of a second (the first request of a size also warms it up).
+     * mean of a sample's products (the first request of a size also warms it up).
      */
     private static final String SCRIPT = """
             import sys, time
@@ -67,7 +69,7 @@ public final class BlasComparison {
                     a @ b
                     operands[n] = (a, b)
                 a, b = operands[n]
-                reps = max(1, (8 * 512 ** 3) // n ** 3)
+                reps = max(1, (32 * 512 ** 3) // n ** 3)
                 t = time.perf_counter()
                 for _ in range(reps):
                     a @ b
@@ -101,6 +103,7 @@ public final class BlasComparison {
                 for (int s = 0; s < SAMPLES; s++) {
                     if (threads > 1) { // after numpy's last product (on one thread OpenBLAS starts no workers)
                         Thread.sleep(SETTLE_MS);
+                        product.seconds(); // untimed: a core that sat idle starts slow, numpy's never does
                     }
                     bestGemm = Math.min(bestGemm, product.seconds());
                     bestBlas = Math.min(bestBlas, numpy.seconds(n));
@@ -142,7 +145,7 @@ public final class BlasComparison {
         Product(ForkJoinPool pool, int n) {
             this.pool = pool;
             this.n = n;
-            reps = Math.max(1, 8L * SMALL * SMALL * SMALL / ((long) n * n * n));
+            reps = Math.max(1, 32L * SMALL * SMALL * SMALL / ((long) n * n * n));
             Random random = new Random(1);
             a = new float[n * n];
             b = new float[n * n];
