@@ -13,7 +13,6 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 
 /**
  * kdapack's matrix product beside the best BLAS found on the machine, for scale: numpy's (OpenBLAS in the wheels),
@@ -114,8 +113,9 @@ public final class BlasComparison {
             out.put("blas", numpy.description());
             out.put("blas_gflops", blas);
             out.put("gemm_gflops", gemm);
-            out.put("matmul_over_blas", blas.keySet().stream().collect(Collectors.toMap(n -> n,
-                    n -> gemm.get(n) / blas.get(n), (x, y) -> x, LinkedHashMap::new)));
+            Map<String, Double> ratio = new LinkedHashMap<>();
+            gemm.forEach((n, g) -> ratio.put(n, g / blas.get(n)));
+            out.put("matmul_over_blas", ratio);
         } catch (NumpyUnavailable e) {
             out.clear();
             out.put("blas", "not found (" + e.getMessage() + ")");
