@@ -168,8 +168,10 @@ class DashboardBrowserTest {
         assertTrue(speed > 0, shortStatus.toString());
         await(driver, d -> String.format(java.util.Locale.ROOT, "%.0f", speed).equals(
                 d.findElement(By.cssSelector("#jobs-body tr[data-job='" + shortJob + "'] td.speed")).getText()));
-        assertEquals(String.format(java.util.Locale.ROOT, "%.4f", shortStatus.get("last_loss").asDouble()),
-                driver.findElement(By.cssSelector("#jobs-body tr[data-job='" + shortJob + "'] td.loss")).getText());
+        // Read through await too: the list is redrawn every 2 s, and a cell found just before a redraw goes stale.
+        String loss = String.format(java.util.Locale.ROOT, "%.4f", shortStatus.get("last_loss").asDouble());
+        await(driver, d -> loss.equals(
+                d.findElement(By.cssSelector("#jobs-body tr[data-job='" + shortJob + "'] td.loss")).getText()));
         assertEquals(steps(1, SHORT_STEPS), chartSteps(driver));
         assertEquals("0", charts(driver).getAttribute("data-resent"));
         Path screenshot = Path.of("target", "dashboard.png").toAbsolutePath();
