@@ -17,12 +17,12 @@ import java.util.function.IntConsumer;
  * so a task's rows of q, k, decay and beta are contiguous; or, where the subclass can ({@link #preparesRows}), its
  * kernels prepare each chunk's rows from the raw, token-major inputs themselves ({@link KdaPreprocess.Rows}) and map
  * their gradients back to the raw inputs there, so that neither the prepared tensors nor their gradients make a pass
- * over memory of their own (bitwise the same results). The forward reads the values and writes the outputs in
- * the token-major layout of the contract ({@code [T,HV,V]}, a row stride of {@code HV·V}:
- * {@link HeadSequence#valueOffset}), a chunk's rows at a time through per-thread scratch, so neither gets a pass
- * of its own. The backward's upstream gradient {@code dO} and the gradient
- * {@code dv} are copied to and from head-major buffers once per call: the chunks walk their rows in reverse, and read
- * in place at that stride they cost more than the two copies (measured; see docs/kda.md).
+ * over memory of their own (bitwise the same results). The values, the outputs, the upstream gradient {@code dO}
+ * and the gradient {@code dv} stay in the token-major layout of the contract ({@code [T,HV,V]}, a row stride of
+ * {@code HV·V}: {@link HeadSequence#valueOffset}): the kernels read and write them a chunk's rows at a time, through
+ * per-thread scratch where a row is used more than once, so none gets a pass over memory of its own (the backward
+ * once copied {@code dO} and {@code dv} to and from head-major buffers per call instead, which was 2 % slower on one
+ * thread: docs/kda.md).
  *
  * <p>Determinism: every task reads its own rows and writes disjoint outputs (per value head, even for
  * {@code dq}/{@code dk} under grouped value attention). The sums over value heads of one q/k head and over
@@ -109,7 +109,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * Gradients shared by all tasks: {@code dv [HV·T,V]} head-major; {@code dq}, {@code dk}, {@code dg}, {@code dBeta}
+     * Gradients shared by all tasks: {@code dv [T,HV,V]} token-major; {@code dq}, {@code dk}, {@code dg}, {@code dBeta}
      * those of the prepared tensors, head-major like {@link HeadSequence}'s q, k, g, beta, or, where
      * {@link HeadSequence#rows} prepares the rows, those of the raw inputs, token-major like them, with each row's term
      * of {@code A_log}'s gradient in {@code aLogRows [T,HV]} (null otherwise, and without {@code A_log}).
@@ -134,7 +134,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
      *
      * @param h0    {@code [N,HV,K,V]} initial states, or null for zero (not changed)
      * @param kept  what {@link #forwardHead} kept for this task
-     * @param dO    {@code [HV·T,V]} upstream gradient of the outputs, head-major
+     * @param dO    {@code [T,HV,V]} upstream gradient of the outputs, token-major as given
      * @param dHt   {@code [N,HV,K,V]} upstream gradient of the final states, or null for zero
      * @param dH0   {@code [N,HV,K,V]} gradients of the initial states to write for this task's documents, or null
      *              when there are no initial states
@@ -208,24 +208,27 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
         KdaInputs in = recorded.inputs();
         in.validateUpstream(dO, dHt);
-        int hv = in.valueHeads();
-        float[] dOHeads = headMajor(in, dO, in.valueDim());
-        int rows = in.tokens() * hv;
-        float[] dvHeads = buffers.take(rows * in.valueDim());
+        int rows = in.tokens() * in.valueHeads();
+        int keyRows = in.tokens() * in.heads();
         KdaPreprocess.Prepared p = recorded.prepared;
+        // dv is the result itself, token-major (padding rows zero), written by the tasks a chunk's rows at a time.
         // Prepared per call, the kernels write the prepared tensors' gradients, head-major, for the preprocessing's
         // backward; prepared per chunk, they write the raw gradients themselves, which are results (padding zero).
-        HeadGradients grads = p != null
-                ? new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()), dvHeads,
-                        buffers.take(rows * in.keyDim()), buffers.take(rows), null)
-                : new HeadGradients(new float[in.tokens() * in.heads() * in.keyDim()],
-                        new float[in.tokens() * in.heads() * in.keyDim()], dvHeads, new float[rows * in.keyDim()],
-                        new float[rows], in.aLog() != null ? new double[rows] : null);
+        HeadGradients grads;
+        if (p != null) {
+            grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
+                    new float[rows * in.valueDim()], buffers.take(rows * in.keyDim()), buffers.take(rows), null);
+        } else {
+            float[][] raw = zeroed(keyRows * in.keyDim(), keyRows * in.keyDim(), rows * in.valueDim(),
+                    rows * in.keyDim());
+            grads = new HeadGradients(raw[0], raw[1], raw[2], raw[3], new float[rows],
+                    in.aLog() != null ? new double[rows] : null);
+        }
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
         int[] runs = recorded.runs;
         runTasks(in, runs, task -> {
-            backwardHead(sequence(in, p, recorded.rows, runs, task), in.h0(), kept(recorded, task), dOHeads, dHt,
-                    dH0, grads);
+            backwardHead(sequence(in, p, recorded.rows, runs, task), in.h0(), kept(recorded, task), dO, dHt, dH0,
+                    grads);
             recorded.heads[task] = null;
         });
         if (dH0 != null && dHt != null) {
@@ -240,9 +243,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
             raw = KdaPreprocess.withParameterGradients(in, recorded.options(), grads.dq(), grads.dk(), grads.dg(),
                     grads.dBeta(), grads.aLogRows(), this::runBlocks);
         }
-        float[] dv = tokenMajor(in, dvHeads, in.valueDim());
-        buffers.give(dOHeads, dvHeads);
-        return new KdaGradients(raw.dq(), raw.dk(), dv, raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
+        return new KdaGradients(raw.dq(), raw.dk(), grads.dv(), raw.dg(), raw.dBeta(), raw.dALog(), raw.dDtBias(), dH0);
     }
 
     /**
@@ -404,40 +405,15 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
                 in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta(), null);
     }
 
-    /** The segment rows of {@code x [T,HV,dim]} as {@code [HV,T,dim]} in a pooled buffer (padding rows unwritten). */
-    private float[] headMajor(KdaInputs in, float[] x, int dim) {
-        float[] out = buffers.take(x.length);
-        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (p * heads + h) * dim, out,
-                (h * tokens + p) * dim, dim));
-        return out;
-    }
-
-    /** The segment rows of {@code x [HV,T,dim]} as {@code [T,HV,dim]} (padding rows zero). */
-    private float[] tokenMajor(KdaInputs in, float[] x, int dim) {
-        float[] out = new float[x.length];
-        copySegmentRows(in, (p, h, tokens, heads) -> System.arraycopy(x, (h * tokens + p) * dim, out,
-                (p * heads + h) * dim, dim));
-        return out;
-    }
-
-    /** Copies one row: token {@code p} of value head {@code h}. */
-    @FunctionalInterface
-    private interface RowCopy {
-        void copy(int p, int h, int tokens, int heads);
-    }
-
-    /** Runs {@code copy} for every segment token of every value head, one block per value head. */
-    private void copySegmentRows(KdaInputs in, RowCopy copy) {
-        Segments seg = in.segments();
-        int tokens = in.tokens();
-        int heads = in.valueHeads();
-        runBlocks(heads, h -> {
-            for (int n = 0; n < seg.count(); n++) {
-                for (int p = seg.start(n); p < seg.end(n); p++) {
-                    copy.copy(p, h, tokens, heads);
-                }
-            }
-        });
+    /**
+     * New arrays of the given lengths, allocated on the workers at once: the JVM zeroes an array on the thread that
+     * allocates it, and a call's results of several MiB zeroed one after another on the calling thread leave the
+     * other workers idle.
+     */
+    private float[][] zeroed(int... lengths) {
+        float[][] arrays = new float[lengths.length][];
+        runBlocks(lengths.length, i -> arrays[i] = new float[lengths[i]]);
+        return arrays;
     }
 
     /**

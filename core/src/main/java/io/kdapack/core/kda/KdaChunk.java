@@ -76,6 +76,8 @@ public final class KdaChunk {
     private final float[] vChunk;
     /** The chunk's rows of the outputs, {@code [L,V]}, before they are written to the token-major tensor. */
     private final float[] oChunk;
+    /** The chunk's rows of the upstream gradient {@code dO}, {@code [L,V]} ({@link #gatherRows}). */
+    private final float[] dOChunk;
     // Backward scratch.
     private final float[] dVNew;
     private final float[] dKDecayed;
@@ -140,6 +142,7 @@ public final class KdaChunk {
         a = new float[SIZE * SIZE];
         vChunk = new float[SIZE * vd];
         oChunk = new float[SIZE * vd];
+        dOChunk = new float[SIZE * vd];
         dVNew = new float[SIZE * vd];
         dKDecayed = new float[SIZE * kd];
         dQg = new float[SIZE * kd];
@@ -293,7 +296,7 @@ public final class KdaChunk {
      * {@code docs.carries}) on entry and of {@code s0} on return (when {@code docs.continues}); the gradients of the
      * final states of the documents ending here come from {@code dHt} (null for zero), those of the initial states of
      * the documents starting here go to {@code dH0} (null when there are no initial states); gradients of the
-     * chunk's rows are written into {@code grads}; {@code dO [HV·T,V]} is head-major. {@code kept} holds the chunk's
+     * chunk's rows are written into {@code grads}; {@code dO [T,HV,V]} is token-major. {@code kept} holds the chunk's
      * forward intermediates from {@link #forward}, or is null to recompute them.
      */
     void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, float[] h0,
@@ -307,7 +310,7 @@ public final class KdaChunk {
         } else {
             prepare(s, first, len, docs, s0, h0);
         }
-        int dOff = first * vd;
+        gatherRows(s, first, len, dO, dOChunk);
         // dq and dk collect several terms below; dv, dβ and dg are written once.
         Arrays.fill(dqOut, row0 * kd, (row0 + len) * kd, 0f);
         Arrays.fill(dkOut, row0 * kd, (row0 + len) * kd, 0f);
@@ -343,9 +346,10 @@ public final class KdaChunk {
         // The lower-triangular results are computed over whole column tiles (`width`): their columns past len
         // come from the stale rows past len of V', U, W and are never read.
         int width = ChunkMath.paddedWidth(len, SIZE);
-        ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dO, dOff, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE, transposed);
+        ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dOChunk, 0, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE,
+                transposed);
         maskAcrossDocuments(docs, len, dAQK);
-        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dO, dOff, vd, 1f, dVNew, 0, vd);
+        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dOChunk, 0, vd, 1f, dVNew, 0, vd);
         // Through O_D = Qg_D S_D + … and V'_D = U_D − W_D S_D, for the documents entering with a state; the
         // others' dQg and dW are zero. Last document first: it may read dState, which the first one writes.
         for (int j = docs.count - 1; j >= 0; j--) {
@@ -356,7 +360,7 @@ public final class KdaChunk {
                 Arrays.fill(dW, r0 * kd, (r0 + rows) * kd, 0f);
                 continue;
             }
-            ChunkMath.matmul(false, rows, 1f, dO, dOff + r0 * vd, vd, entries[j], 0f, dQg, r0 * kd, kd);
+            ChunkMath.matmul(false, rows, 1f, dOChunk, r0 * vd, vd, entries[j], 0f, dQg, r0 * kd, kd);
             ChunkMath.matmul(false, rows, -1f, dVNew, r0 * vd, vd, entries[j], 0f, dW, r0 * kd, kd);
             // dS_D = diag(e_D) dS'_D + Qg_Dᵀ dO_D − W_Dᵀ dV'_D, written to the carried gradient or to dH0 (over dS'_D
             // itself when both are the carried one: elementwise, then added to).
@@ -373,8 +377,7 @@ public final class KdaChunk {
                 }
                 beta = 1f;
             }
-            ChunkMath.matmul(true, kd, vd, rows, 1f, qg, r0 * kd, kd, dO, dOff + r0 * vd, vd, beta, dest, destOff,
-                    vd);
+            ChunkMath.matmul(true, kd, vd, rows, 1f, qg, r0 * kd, kd, dOChunk, r0 * vd, vd, beta, dest, destOff, vd);
             ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dest, destOff, vd);
         }
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
@@ -384,12 +387,14 @@ public final class KdaChunk {
         ChunkMath.matmulTransB(LOWER_C, len, width, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
         ChunkMath.matmulTransB(LOWER_C, len, width, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
         maskAcrossDocuments(docs, len, dA);
+        int dvOff = s.valueOffset(first);
+        int ld = s.valueStride();
         for (int r = 0; r < len; r++) {
             float beta = betaIn[row0 + r];
             dBetaOut[row0 + r] = dot(vd, vChunk, r * vd, dVb, r * vd)
                     + dot(kd, kg, r * kd, dKb, r * kd) + dot(r, dA, r * SIZE, p.pairKK, r * SIZE);
             scale(r, beta, dA, r * SIZE, dA, r * SIZE); // now the gradient of P
-            scale(vd, beta, dVb, r * vd, grads.dv(), dOff + r * vd);
+            scale(vd, beta, dVb, r * vd, grads.dv(), dvOff + r * ld);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
         pairs.backward(qIn, kIn, gIn, row0, len, docs.rowStart, dAQK, dA, dqOut, dkOut, dGamma);
@@ -507,16 +512,21 @@ public final class KdaChunk {
         multiply(len * kd, kIn, row0 * kd, expSuffix, 0, kDecayed, 0);
     }
 
-    /**
-     * Copies the chunk's rows of the token-major values {@code [T,HV,V]} to {@link #vChunk}, in one tight loop: the
-     * rows are {@code HV·V} floats apart, and read one by one amid the chunk's arithmetic they stall on memory far
-     * longer than this copy (the forward was 10–12 % slower so, at T = 4096, HV·V = 256).
-     */
+    /** Copies the chunk's rows of the token-major values {@code [T,HV,V]} to {@link #vChunk}. */
     private void gatherValues(HeadParallelBackend.HeadSequence s, int first, int len) {
+        gatherRows(s, first, len, s.v(), vChunk);
+    }
+
+    /**
+     * Copies the chunk's rows of a token-major {@code x [T,HV,V]} to {@code out [L,V]}, in one tight loop: the rows
+     * are {@code HV·V} floats apart, and read one by one amid the chunk's arithmetic they stall on memory far longer
+     * than this copy (the forward was 10–12 % slower so, at T = 4096, HV·V = 256).
+     */
+    private void gatherRows(HeadParallelBackend.HeadSequence s, int first, int len, float[] x, float[] out) {
         int off = s.valueOffset(first);
         int ld = s.valueStride();
         for (int r = 0; r < len; r++) {
-            System.arraycopy(s.v(), off + r * ld, vChunk, r * vd, vd);
+            System.arraycopy(x, off + r * ld, out, r * vd, vd);
         }
     }
 

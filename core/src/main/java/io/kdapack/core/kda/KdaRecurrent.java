@@ -179,7 +179,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
             float qi = s.q()[kRow + i];
             float dq = 0f;
             for (int j = 0; j < vd; j++) {
-                float doj = dO[t * vd + j];
+                float doj = dO[vRow + j];
                 dS[i * vd + j] += qi * doj;
                 dq += states[next + i * vd + j] * doj;
             }
@@ -199,7 +199,7 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
         float dBeta = 0f;
         for (int j = 0; j < vd; j++) {
             dBeta += du[j] * w[j];
-            grads.dv()[t * vd + j] = beta * du[j];
+            grads.dv()[vRow + j] = beta * du[j];
         }
         grads.dBeta()[t] = dBeta;
         // dS̃ = dS − k (β du)ᵀ; dk −= S̃ (β du); dg = Σ_j S̃ ⊙ dS̃; dS_{t−1} = exp(g) ⊙ dS̃.
