@@ -29,8 +29,12 @@ public final class Gemm {
     static final int MR = LANES >= 16 ? 8 : 4;
     /** Columns of the register tile: two vectors. */
     private static final int NR = 2 * LANES;
-    /** Depth of a packed block: a panel of B ({@code KC × NR} floats) stays in L1. */
-    static final int KC = 256;
+    /**
+     * Depth of a packed block: a panel of B ({@code KC × NR} floats) stays in L1. Every element of C is summed a block
+     * of k at a time, each block's sum then added to C in k order, so a product split into calls over consecutive
+     * multiples of {@code KC} of k, each adding to C, gives the bits of the single call.
+     */
+    public static final int KC = 256;
     /** Rows of a packed block of A ({@code MC × KC} floats stay in L2); a multiple of both tile heights. */
     static final int MC = 96;
     /** Columns of a block of packed B ({@code KC × NC} floats, 1 MiB: the L2 of a current core). */

@@ -256,7 +256,6 @@ public final class HybridModel implements LanguageModel {
                     + "must be set");
         }
         int tokens = batch.size();
-        int vocab = config.vocabSize();
         BatchLayout layout = BatchLayout.of(batch, isolation);
 
         float[] x = embedTokens.forward(batch.tokens());
@@ -268,22 +267,23 @@ public final class HybridModel implements LanguageModel {
         }
         RmsNorm.Saved last = norm.forward(x, tokens);
         float[] h = last.output();
-        TokenLoss main = TokenLoss.of(lmHead.forward(h, tokens), batch.labels(), batch.lossMask(), vocab);
+        // Each head's loss and its backward through the head in one pass (the logits a block of tokens at a time):
+        // the main head's weight gradient is added before the MTP head's, as the two backwards did in that order.
+        TokenLoss main = lmHead.loss(h, tokens, batch.labels(), batch.lossMask(),
+                lossWeights == null ? Double.NaN : lossWeights.tokenWeight());
 
         MultiTokenPrediction.Saved mtpSaved = null;
         TokenLoss mtpLoss = null;
         if (mtp != null) {
             mtpSaved = mtp.forward(embedTokens.forward(batch.labels()), h, layout);
-            mtpLoss = TokenLoss.of(lmHead.forward(mtpSaved.output(), tokens), batch.mtpLabels(), batch.mtpLossMask(),
-                    vocab);
+            mtpLoss = lmHead.loss(mtpSaved.output(), tokens, batch.mtpLabels(), batch.mtpLossMask(),
+                    lossWeights == null ? Double.NaN : lossWeights.mtpTokenWeight());
         }
 
         if (lossWeights != null) {
-            float[] dh = lmHead.backward(h, main.gradient(lossWeights.tokenWeight()), tokens);
+            float[] dh = main.dh();
             if (mtp != null) {
-                float[] dMtpOut = lmHead.backward(mtpSaved.output(), mtpLoss.gradient(lossWeights.mtpTokenWeight()),
-                        tokens);
-                MultiTokenPrediction.Gradients g = mtp.backward(mtpSaved, dMtpOut);
+                MultiTokenPrediction.Gradients g = mtp.backward(mtpSaved, mtpLoss.dh());
                 Parallel.addInto(dh, g.dHidden());
                 embedTokens.backward(batch.labels(), g.dEmbedding());
             }

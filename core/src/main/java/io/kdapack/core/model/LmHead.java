@@ -1,7 +1,11 @@
 package io.kdapack.core.model;
 
+import io.kdapack.core.linalg.Gemm;
+import io.kdapack.core.loss.CrossEntropy;
+import io.kdapack.core.loss.LossReport;
 import io.kdapack.core.nn.Parallel;
 import io.kdapack.core.nn.Parameter;
+import java.util.Arrays;
 
 /**
  * The LM head {@code logits = h · Wᵀ} with {@code h [T,d]}, {@code W [V,d]}, {@code logits [T,V]}: its own
@@ -9,6 +13,16 @@ import io.kdapack.core.nn.Parameter;
  * hidden states and once for the MTP hidden states; each backward adds into the same weight gradient.
  */
 final class LmHead {
+    /**
+     * Tokens whose logits {@link #loss} forms at a time: {@code [256,V]} is 32 MiB at V = 32 000, where the whole
+     * {@code [T,V]} was 512 MiB at T = 4096 (and the MTP head's as much again), written to and read back from memory
+     * several times. The k block of {@link Gemm}, so that the weight gradient, summed block after block, is summed in
+     * the order of the single product over all tokens: the same bits.
+     */
+    static final int TOKEN_BLOCK = Gemm.KC;
+    /** Tokens a task of the cross-entropy takes. */
+    private static final int LOSS_GRAIN = 64;
+
     private final Parameter weight;
     private final int vocab;
     private final int hidden;
@@ -36,13 +50,58 @@ final class LmHead {
         return logits;
     }
 
-    /** Returns {@code dh [T,d]}; adds {@code dLogitsᵀ · h} to the weight gradient. */
-    float[] backward(float[] h, float[] dLogits, int tokens) {
-        float[] dh = new float[tokens * hidden];
-        Parallel.gemm(false, false, tokens, hidden, vocab, 1f, dLogits, 0, vocab, weight.values(), 0, hidden, 0f, dh, 0,
-                hidden);
-        Parallel.gemm(true, false, vocab, hidden, tokens, 1f, dLogits, 0, vocab, h, 0, hidden, 1f, weight.grads(), 0,
-                hidden);
-        return dh;
+    /**
+     * The masked cross-entropy of {@code logits = h · Wᵀ} against {@code labels}, and, unless {@code lossWeight} is
+     * NaN, the backward of {@code Σ_t lossWeight·mask_t·ce_t}: {@code dh} in the result, {@code dLogitsᵀ · h} added
+     * to the weight gradient. The logits are formed {@value #TOKEN_BLOCK} tokens at a time, their loss taken and their
+     * gradient written over them and used, before the next block's: every figure is the bits of the whole
+     * {@code [T,V]} logits formed at once (each token's logits and loss are its own; see {@link #TOKEN_BLOCK} for the
+     * weight gradient).
+     *
+     * @param h      {@code [T,d]} the head's input
+     * @param labels {@code [T]}
+     * @param mask   {@code [T]} 0/1
+     */
+    TokenLoss loss(float[] h, int tokens, int[] labels, float[] mask, double lossWeight) {
+        boolean backward = !Double.isNaN(lossWeight);
+        double[] loss = new double[tokens];
+        float[] dh = backward ? new float[tokens * hidden] : null;
+        float[] logits = new float[Math.min(TOKEN_BLOCK, tokens) * vocab];
+        for (int t0 = 0; t0 < tokens; t0 += TOKEN_BLOCK) {
+            int rows = Math.min(TOKEN_BLOCK, tokens - t0);
+            if (rows * vocab != logits.length) {
+                logits = new float[rows * vocab]; // the last, shorter block
+            }
+            float[] block = logits;
+            int[] blockLabels = Arrays.copyOfRange(labels, t0, t0 + rows);
+            CrossEntropy.Result ce = new CrossEntropy.Result(new double[rows], new double[rows]);
+            Parallel.gemm(false, true, rows, vocab, hidden, 1f, h, t0 * hidden, hidden, weight.values(), 0, hidden,
+                    0f, block, 0, vocab);
+            try {
+                Parallel.forBlocks(rows, LOSS_GRAIN,
+                        (from, to) -> CrossEntropy.forward(block, blockLabels, vocab, from, to, ce));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("the logits of tokens " + t0 + " … " + (t0 + rows - 1)
+                        + " (rows counted from the first): " + e.getMessage(), e);
+            }
+            System.arraycopy(ce.loss(), 0, loss, t0, rows);
+            if (backward) {
+                double[] weights = new double[rows];
+                for (int r = 0; r < rows; r++) {
+                    weights[r] = mask[t0 + r] * lossWeight;
+                }
+                Parallel.forBlocks(rows, LOSS_GRAIN, (from, to) -> CrossEntropy.backward(block, blockLabels, vocab,
+                        ce.logSumExp(), weights, block, from, to));
+                Parallel.gemm(false, false, rows, hidden, vocab, 1f, block, 0, vocab, weight.values(), 0, hidden, 0f,
+                        dh, t0 * hidden, hidden);
+                Parallel.gemm(true, false, vocab, hidden, rows, 1f, block, 0, vocab, h, t0 * hidden, hidden, 1f,
+                        weight.grads(), 0, hidden);
+            }
+        }
+        double[] perToken = new double[tokens];
+        for (int t = 0; t < tokens; t++) {
+            perToken[t] = mask[t] != 0f ? loss[t] : 0.0;
+        }
+        return new TokenLoss(perToken, LossReport.of(loss, mask), dh);
     }
 }
