@@ -1,7 +1,9 @@
 package io.kdapack.core.kda;
 
 import java.lang.ref.Cleaner;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -169,31 +171,55 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     @Override
     HeadTape forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep) {
-        KdaChunk chunk = chunkFor(s);
+        return forwardHeads(List.of(s), h0, ht, o, keep).get(0);
+    }
+
+    /**
+     * The heads of a task chunk by chunk, each chunk for every head before the next chunk: the heads' rows of a
+     * chunk's tokens are neighbours in the token-major tensors (see {@link HeadParallelBackend}), and each head's
+     * arithmetic is the same as alone.
+     */
+    @Override
+    List<HeadTape> forwardHeads(List<HeadSequence> group, float[] h0, float[] ht, float[] o, Keep keep) {
+        HeadSequence first = group.get(0);
+        KdaChunk chunk = chunkFor(first);
         KdaChunk.Documents docs = documentsFor();
-        int size = s.keyDim() * s.valueDim();
-        int chunks = chunks(s.length());
-        int from = s.segments().start(s.firstDoc());
-        float[] state = new float[size];
-        float[] starts = keep == Keep.NOTHING ? null : new float[chunks * size];
-        KdaChunk.Intermediates[] kept = keep == Keep.INTERMEDIATES ? borrow(chunk, chunks) : null;
+        int heads = group.size();
+        int size = first.keyDim() * first.valueDim();
+        int chunks = chunks(first.length());
+        int from = first.segments().start(first.firstDoc());
+        float[][] state = new float[heads][size];
+        float[][] starts = keep == Keep.NOTHING ? null : new float[heads][chunks * size];
+        KdaChunk.Intermediates[][] kept = keep == Keep.INTERMEDIATES ? new KdaChunk.Intermediates[heads][] : null;
+        for (int h = 0; kept != null && h < heads; h++) {
+            kept[h] = borrow(chunk, chunks);
+        }
         for (int c = 0; c < chunks; c++) {
             int offset = c * KdaChunk.SIZE;
-            int len = Math.min(KdaChunk.SIZE, s.length() - offset);
-            docs.layOut(s.segments(), s.firstDoc(), s.endDoc(), from + offset, len);
-            if (starts != null && docs.continues) {
-                System.arraycopy(state, 0, starts, c * size, size);
+            int len = Math.min(KdaChunk.SIZE, first.length() - offset);
+            docs.layOut(first.segments(), first.firstDoc(), first.endDoc(), from + offset, len);
+            for (int h = 0; h < heads; h++) {
+                HeadSequence s = group.get(h);
+                if (starts != null && docs.continues) {
+                    System.arraycopy(state[h], 0, starts[h], c * size, size);
+                }
+                chunk.forward(s, s.row0() + offset, len, docs, state[h], h0, ht, o, kept == null ? null : kept[h][c]);
             }
-            chunk.forward(s, s.row0() + offset, len, docs, state, h0, ht, o, kept == null ? null : kept[c]);
         }
-        if (starts == null) {
-            return null;
+        List<HeadTape> tapes = new ArrayList<>(heads);
+        for (int h = 0; h < heads; h++) {
+            tapes.add(starts == null ? null : tape(starts[h], kept == null ? null : kept[h], first));
         }
+        return tapes;
+    }
+
+    /** A head's tape of its chunks' start states and, when kept, intermediates, which it gives back when released. */
+    private HeadTape tape(float[] starts, KdaChunk.Intermediates[] kept, HeadSequence s) {
         HeadTape tape = new HeadTape(starts, kept);
         if (kept == null) {
             return tape;
         }
-        long floats = chunks * KdaChunk.Intermediates.floats(s.keyDim(), s.valueDim());
+        long floats = kept.length * KdaChunk.Intermediates.floats(s.keyDim(), s.valueDim());
         keptFloats.addAndGet(floats);
         // The release must not reach the HeadTape, or the tape could never be collected.
         Runnable release = () -> {
@@ -209,24 +235,39 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     @Override
     void backwardHead(HeadSequence s, float[] h0, HeadTape tape, float[] dO, float[] dHt, float[] dH0,
                       HeadGradients grads) {
-        KdaChunk chunk = chunkFor(s);
+        backwardHeads(List.of(s), h0, List.of(tape), dO, dHt, dH0, grads);
+    }
+
+    /** The heads of a task chunk by chunk, in reverse, each chunk for every head before the one before it. */
+    @Override
+    void backwardHeads(List<HeadSequence> group, float[] h0, List<HeadTape> tapes, float[] dO, float[] dHt,
+                       float[] dH0, HeadGradients grads) {
+        HeadSequence first = group.get(0);
+        KdaChunk chunk = chunkFor(first);
         KdaChunk.Documents docs = documentsFor();
-        int size = s.keyDim() * s.valueDim();
-        int from = s.segments().start(s.firstDoc());
-        float[] s0 = new float[size];
-        float[] dState = new float[size];
-        for (int c = chunks(s.length()) - 1; c >= 0; c--) {
+        int heads = group.size();
+        int size = first.keyDim() * first.valueDim();
+        int from = first.segments().start(first.firstDoc());
+        float[][] s0 = new float[heads][size];
+        float[][] dState = new float[heads][size];
+        for (int c = chunks(first.length()) - 1; c >= 0; c--) {
             int offset = c * KdaChunk.SIZE;
-            int len = Math.min(KdaChunk.SIZE, s.length() - offset);
-            docs.layOut(s.segments(), s.firstDoc(), s.endDoc(), from + offset, len);
-            if (docs.continues) {
-                System.arraycopy(tape.starts, c * size, s0, 0, size);
+            int len = Math.min(KdaChunk.SIZE, first.length() - offset);
+            docs.layOut(first.segments(), first.firstDoc(), first.endDoc(), from + offset, len);
+            for (int h = 0; h < heads; h++) {
+                HeadSequence s = group.get(h);
+                HeadTape tape = tapes.get(h);
+                if (docs.continues) {
+                    System.arraycopy(tape.starts, c * size, s0[h], 0, size);
+                }
+                chunk.backward(s, s.row0() + offset, len, docs, s0[h], h0, dO, dState[h], dHt, dH0, grads,
+                        tape.kept == null ? null : tape.kept[c]);
             }
-            chunk.backward(s, s.row0() + offset, len, docs, s0, h0, dO, dState, dHt, dH0, grads,
-                    tape.kept == null ? null : tape.kept[c]);
         }
-        if (tape.release != null) {
-            tape.release.clean();
+        for (HeadTape tape : tapes) {
+            if (tape.release != null) {
+                tape.release.clean();
+            }
         }
     }
 
