@@ -68,8 +68,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * One head of a task: the tokens of a run of consecutive documents {@code firstDoc … endDoc−1} (contiguous, no padding
-     * between them; zero-length documents among them own no token) for value head {@code head}, rows
+     * One head of a task: the tokens of a run of consecutive documents {@code firstDoc … endDoc−1} (contiguous, no
+     * padding between them; zero-length documents among them own no token) for value head {@code head}, rows
      * {@code row0 … row0+length−1} of the head-major tensors of the call, which every task shares and reads only
      * there. Document {@code n}'s rows are {@code head·T + segments.start(n) …}; its states in the
      * {@code [N,HV,K,V]} arrays start at {@link #stateOffset}. Head-major row {@code r} is token
