@@ -120,53 +120,32 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * Runs one task forward.
+     * Runs one task forward: the value heads {@code group}, consecutive heads of one run of documents (the same
+     * tokens), each of them over every token of the run.
      *
      * @param h0   {@code [N,HV,K,V]} initial states, or null for zero
-     * @param ht   {@code [N,HV,K,V]} final states to write for this task's documents (the slices of this head), or
+     * @param ht   {@code [N,HV,K,V]} final states to write for this task's documents (the slices of its heads), or
      *             null when they are not wanted
      * @param o    {@code [T,HV,V]} outputs, this task's rows to write
-     * @param keep what to keep for {@link #backwardHead}
-     * @return what was kept (null for {@link Keep#NOTHING}, or when the subclass keeps nothing)
+     * @param keep what to keep for {@link #backwardHeads}
+     * @return what was kept for each head, in the order of {@code group} (null entries for {@link Keep#NOTHING}, or
+     *         when the subclass keeps nothing)
      */
-    abstract H forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep);
+    abstract List<H> forwardHeads(List<HeadSequence> group, float[] h0, float[] ht, float[] o, Keep keep);
 
     /**
-     * Runs one task backward.
+     * Runs one task backward: the value heads {@code group}, as {@link #forwardHeads} took them.
      *
      * @param h0    {@code [N,HV,K,V]} initial states, or null for zero (not changed)
-     * @param kept  what {@link #forwardHead} kept for this task
+     * @param kept  what {@link #forwardHeads} kept for each head
      * @param dO    {@code [T,HV,V]} upstream gradient of the outputs, token-major as given
      * @param dHt   {@code [N,HV,K,V]} upstream gradient of the final states, or null for zero
      * @param dH0   {@code [N,HV,K,V]} gradients of the initial states to write for this task's documents, or null
      *              when there are no initial states
      * @param grads gradients to write in this task's rows (they hold stale values on entry)
      */
-    abstract void backwardHead(HeadSequence s, float[] h0, H kept, float[] dO, float[] dHt, float[] dH0,
-                               HeadGradients grads);
-
-    /**
-     * Runs one task forward: the value heads {@code group} (consecutive heads of one run of documents) one after the
-     * other, by {@link #forwardHead}; a subclass may interleave them. Returns what was kept for each, in order.
-     */
-    List<H> forwardHeads(List<HeadSequence> group, float[] h0, float[] ht, float[] o, Keep keep) {
-        List<H> kept = new ArrayList<>(group.size());
-        for (HeadSequence s : group) {
-            kept.add(forwardHead(s, h0, ht, o, keep));
-        }
-        return kept;
-    }
-
-    /**
-     * Runs one task backward: the value heads {@code group}, given what {@link #forwardHeads} kept for each, one
-     * after the other by {@link #backwardHead}; a subclass may interleave them.
-     */
-    void backwardHeads(List<HeadSequence> group, float[] h0, List<H> kept, float[] dO, float[] dHt, float[] dH0,
-                       HeadGradients grads) {
-        for (int i = 0; i < group.size(); i++) {
-            backwardHead(group.get(i), h0, kept.get(i), dO, dHt, dH0, grads);
-        }
-    }
+    abstract void backwardHeads(List<HeadSequence> group, float[] h0, List<H> kept, float[] dO, float[] dHt,
+                                float[] dH0, HeadGradients grads);
 
     /**
      * The runs of documents this backend gives one task each: {@code runs[i] … runs[i+1]−1} (document indices,
@@ -365,8 +344,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
     }
 
-    /** What this backend's {@link #forwardHead} kept for {@code task} of a tape it recorded. */
-    @SuppressWarnings("unchecked") // the tape's owner is this backend, whose forwardHead returns an H
+    /** What this backend's {@link #forwardHeads} kept for {@code task} of a tape it recorded. */
+    @SuppressWarnings("unchecked") // the tape's owner is this backend, whose forwardHeads returns H's
     private H kept(Tape tape, int task) {
         return (H) tape.heads[task];
     }

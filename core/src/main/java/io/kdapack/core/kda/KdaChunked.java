@@ -169,11 +169,6 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return keptFloats.get() + floats <= keptFloatsBudget ? Keep.INTERMEDIATES : Keep.STATES;
     }
 
-    @Override
-    HeadTape forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep) {
-        return forwardHeads(List.of(s), h0, ht, o, keep).get(0);
-    }
-
     /**
      * The heads of a task chunk by chunk, each chunk for every head before the next chunk: the heads' rows of a
      * chunk's tokens are neighbours in the token-major tensors (see {@link HeadParallelBackend}), and each head's
@@ -230,12 +225,6 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         };
         tape.release = CLEANER.register(tape, release);
         return tape;
-    }
-
-    @Override
-    void backwardHead(HeadSequence s, float[] h0, HeadTape tape, float[] dO, float[] dHt, float[] dH0,
-                      HeadGradients grads) {
-        backwardHeads(List.of(s), h0, List.of(tape), dO, dHt, dH0, grads);
     }
 
     /** The heads of a task chunk by chunk, in reverse, each chunk for every head before the one before it. */

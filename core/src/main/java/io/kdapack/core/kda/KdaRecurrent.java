@@ -1,6 +1,8 @@
 package io.kdapack.core.kda;
 
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 
 /**
  * The reference backend: the token-by-token recurrence of architecture §2 and its hand-derived backward, per
@@ -33,9 +35,24 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
         return "cpu-recurrent";
     }
 
-    /** Keeps nothing: the reference's backward recomputes the states from its own checkpoints. */
+    /** One head after the other; keeps nothing: the reference's backward recomputes the states from checkpoints. */
     @Override
-    Void forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o, Keep keep) {
+    List<Void> forwardHeads(List<HeadSequence> group, float[] h0, float[] ht, float[] o, Keep keep) {
+        for (HeadSequence s : group) {
+            forwardHead(s, h0, ht, o);
+        }
+        return Collections.nCopies(group.size(), null);
+    }
+
+    @Override
+    void backwardHeads(List<HeadSequence> group, float[] h0, List<Void> kept, float[] dO, float[] dHt, float[] dH0,
+                       HeadGradients grads) {
+        for (HeadSequence s : group) {
+            backwardHead(s, h0, dO, dHt, dH0, grads);
+        }
+    }
+
+    private static void forwardHead(HeadSequence s, float[] h0, float[] ht, float[] o) {
         float[] state = initialState(s, h0);
         float[] w = new float[s.valueDim()];
         for (int t = s.row0(); t < s.row0() + s.length(); t++) {
@@ -45,12 +62,10 @@ public final class KdaRecurrent extends HeadParallelBackend<Void> {
         if (ht != null) {
             System.arraycopy(state, 0, ht, s.stateOffset(s.firstDoc()), state.length);
         }
-        return null;
     }
 
-    @Override
-    void backwardHead(HeadSequence s, float[] h0, Void kept, float[] dO, float[] dHt, float[] dH0,
-                      HeadGradients grads) {
+    private static void backwardHead(HeadSequence s, float[] h0, float[] dO, float[] dHt, float[] dH0,
+                                     HeadGradients grads) {
         int kd = s.keyDim();
         int vd = s.valueDim();
         int size = kd * vd;
