@@ -9,18 +9,17 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 
 /**
  * kdapack's matrix product beside the best BLAS found on the machine, for scale: numpy's (OpenBLAS in the wheels),
  * in a {@code python3} process of its own. Square fp32 products of {@value #SMALL}³ and {@value #LARGE}³, each side
  * timed as the best of {@value #SAMPLES} samples of 8.6 GFLOP each (32 products of 512³, 4 of 1024³: tens of
- * milliseconds), <em>the two sides taking turns</em> sample by sample: kdapack's {@link Gemm#parallelSgemm} on a pool of {@code threads}, then
- * numpy with {@code OPENBLAS_NUM_THREADS} (and {@code OMP_NUM_THREADS}) set to {@code threads} and
- * {@code OPENBLAS_CORETYPE} removed from its environment, so that OpenBLAS picks the kernels of the CPU it finds.
+ * milliseconds), <em>the two sides taking turns</em> sample by sample: kdapack's {@link Gemm#parallelSgemm} on a pool
+ * of {@code threads} (a {@link MatmulProbe} of the size), then numpy with {@code OPENBLAS_NUM_THREADS} (and
+ * {@code OMP_NUM_THREADS}) set to {@code threads} and {@code OPENBLAS_CORETYPE} removed from its environment, so that
+ * OpenBLAS picks the kernels of the CPU it finds.
  *
  * <p>Why in turns: on the VMs this runs on, the rate a core gives moves by up to 2× from one second to the next
  * (a register-only multiply-add loop and the product fall together: the core is shared with another hardware thread,
@@ -89,26 +88,26 @@ public final class BlasComparison {
             throw new IllegalArgumentException("threads must be >= 1, got " + threads);
         }
         Map<String, Object> out = new LinkedHashMap<>();
-        ForkJoinPool pool = new ForkJoinPool(threads);
         try (Numpy numpy = Numpy.start(threads)) {
             Map<String, Double> blas = new LinkedHashMap<>();
             Map<String, Double> gemm = new LinkedHashMap<>();
             for (int n : List.of(SMALL, LARGE)) {
-                Product product = new Product(pool, n);
-                product.seconds(); // warm-up: compiles the kernels
-                numpy.seconds(n); // warm-up of numpy's side
-                double bestGemm = Double.POSITIVE_INFINITY;
+                double bestGemm = 0;
                 double bestBlas = Double.POSITIVE_INFINITY;
-                for (int s = 0; s < SAMPLES; s++) {
-                    if (threads > 1) { // after numpy's last product (on one thread OpenBLAS starts no workers)
-                        Thread.sleep(SETTLE_MS);
-                        product.seconds(); // untimed: a core that sat idle starts slow, numpy's never does
+                try (MatmulProbe product = new MatmulProbe(threads, n, productsPerSample(n))) {
+                    gemmGflops(product); // warm-up: compiles the kernels
+                    numpy.seconds(n); // warm-up of numpy's side
+                    for (int s = 0; s < SAMPLES; s++) {
+                        if (threads > 1) { // after numpy's last product (on one thread OpenBLAS starts no workers)
+                            Thread.sleep(SETTLE_MS);
+                            gemmGflops(product); // untimed: a core that sat idle starts slow, numpy's never does
+                        }
+                        bestGemm = Math.max(bestGemm, gemmGflops(product));
+                        bestBlas = Math.min(bestBlas, numpy.seconds(n));
                     }
-                    bestGemm = Math.min(bestGemm, product.seconds());
-                    bestBlas = Math.min(bestBlas, numpy.seconds(n));
                 }
-                gemm.put(Integer.toString(n), gflops(n, bestGemm));
-                blas.put(Integer.toString(n), gflops(n, bestBlas));
+                gemm.put(Integer.toString(n), bestGemm);
+                blas.put(Integer.toString(n), 2.0 * n * n * n / bestBlas * 1e-9);
             }
             out.put("blas", numpy.description());
             out.put("blas_gflops", blas);
@@ -123,47 +122,20 @@ public final class BlasComparison {
             Thread.currentThread().interrupt();
             out.clear();
             out.put("blas", "not found (interrupted)");
-        } finally {
-            pool.shutdown();
         }
         return out;
     }
 
-    private static double gflops(int n, double seconds) {
-        return 2.0 * n * n * n / seconds * 1e-9;
+    /** Products of {@code n³} in a sample of 8.6 GFLOP, on both sides (the script forms the same number). */
+    private static int productsPerSample(int n) {
+        return (int) Math.max(1, 32L * SMALL * SMALL * SMALL / ((long) n * n * n));
     }
 
-    /** kdapack's product of two random {@code n × n} matrices, timed like numpy's side. */
-    static final class Product {
-        private final ForkJoinPool pool;
-        private final int n;
-        private final long reps;
-        private final float[] a;
-        private final float[] b;
-        private final float[] c;
-
-        Product(ForkJoinPool pool, int n) {
-            this.pool = pool;
-            this.n = n;
-            reps = Math.max(1, 32L * SMALL * SMALL * SMALL / ((long) n * n * n));
-            Random random = new Random(1);
-            a = new float[n * n];
-            b = new float[n * n];
-            c = new float[n * n];
-            for (int i = 0; i < a.length; i++) {
-                a[i] = random.nextFloat() - 0.5f;
-                b[i] = random.nextFloat() - 0.5f;
-            }
-        }
-
-        /** Seconds per product, the mean of {@link #reps}. */
-        double seconds() {
-            long start = System.nanoTime();
-            for (long r = 0; r < reps; r++) {
-                Gemm.parallelSgemm(pool, false, false, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n);
-            }
-            return (System.nanoTime() - start) * 1e-9 / reps;
-        }
+    /** GFLOP/s of one run of kdapack's side. */
+    static double gemmGflops(MatmulProbe product) {
+        long start = System.nanoTime();
+        product.run();
+        return product.flops() / (System.nanoTime() - start);
     }
 
     /** Why there is no numpy to compare with; the message goes into {@code blas}. */

@@ -6,9 +6,9 @@ import java.util.concurrent.ForkJoinPool;
 
 /**
  * A fixed fp32 matrix product to time beside an operation, as the machine's practical ceiling: {@link #run} is
- * {@value #PRODUCTS} products of {@value #SIZE}³ by {@link Gemm#parallelSgemm} on a pool of its own. A benchmark
- * times it interleaved with what it measures and with the same statistic, so that the ratio of the two GFLOP/s
- * figures sees the same machine.
+ * {@value #PRODUCTS} products of {@value #SIZE}³ (other sizes for {@link BlasComparison}) by
+ * {@link Gemm#parallelSgemm} on a pool of its own, of two random matrices. A benchmark times it interleaved with what
+ * it measures and with the same statistic, so that the ratio of the two GFLOP/s figures sees the same machine.
  */
 public final class MatmulProbe implements AutoCloseable {
 
@@ -16,16 +16,28 @@ public final class MatmulProbe implements AutoCloseable {
     static final int PRODUCTS = 8;
 
     private final ForkJoinPool pool;
-    private final float[] a = new float[SIZE * SIZE];
-    private final float[] b = new float[SIZE * SIZE];
-    private final float[] c = new float[SIZE * SIZE];
+    private final int size;
+    private final int products;
+    private final float[] a;
+    private final float[] b;
+    private final float[] c;
 
     /** @param threads worker threads, ≥ 1 */
     public MatmulProbe(int threads) {
+        this(threads, SIZE, PRODUCTS);
+    }
+
+    /** {@code products} products of {@code size}³ a {@link #run}. */
+    MatmulProbe(int threads, int size, int products) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be >= 1, got " + threads);
         }
         pool = new ForkJoinPool(threads);
+        this.size = size;
+        this.products = products;
+        a = new float[size * size];
+        b = new float[size * size];
+        c = new float[size * size];
         Random random = new Random(1);
         for (int i = 0; i < a.length; i++) {
             a[i] = random.nextFloat() - 0.5f;
@@ -35,14 +47,14 @@ public final class MatmulProbe implements AutoCloseable {
 
     /** Runs the products once. */
     public void run() {
-        for (int p = 0; p < PRODUCTS; p++) {
-            Gemm.parallelSgemm(pool, false, false, SIZE, SIZE, SIZE, 1f, a, 0, SIZE, b, 0, SIZE, 0f, c, 0, SIZE);
+        for (int p = 0; p < products; p++) {
+            Gemm.parallelSgemm(pool, false, false, size, size, size, 1f, a, 0, size, b, 0, size, 0f, c, 0, size);
         }
     }
 
     /** Floating-point operations of one {@link #run}. */
     public double flops() {
-        return 2.0 * SIZE * SIZE * SIZE * PRODUCTS;
+        return 2.0 * size * size * size * products;
     }
 
     @Override

@@ -230,8 +230,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         }
         float[] dH0 = in.h0() == null ? null : new float[Math.toIntExact(in.stateSize())];
         int[] runs = recorded.runs;
-        int group = headsPerTask(in, runs);
-        runTasks(in, runs, group, first -> {
+        runTasks(in, runs, (first, group) -> {
             List<H> kept = new ArrayList<>(group);
             for (int i = 0; i < group; i++) {
                 kept.add(kept(recorded, first + i));
@@ -268,8 +267,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         float[] ht = finalStates ? new float[Math.toIntExact(in.stateSize())] : null;
         int[] runs = runs(in.segments());
         Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * in.valueHeads()];
-        int group = headsPerTask(in, runs);
-        runTasks(in, runs, group, first -> {
+        runTasks(in, runs, (first, group) -> {
             List<H> kept = forwardHeads(sequences(in, p, rows, runs, first, group), in.h0(), ht, o, keep);
             if (heads != null) {
                 for (int i = 0; i < group; i++) {
@@ -351,32 +349,33 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * Value heads a task takes together ({@link #forwardHeads}): the most that divide HV and still leave at least two
-     * tasks a worker, or one. Token-major, the rows of neighbouring heads are neighbours in memory ({@code HV·K}
+     * Value heads a task takes together ({@link #forwardHeads}), given the {@code runs} of documents of a call: the
+     * most that divide HV and still leave at least two tasks a worker, or one. Token-major, the rows of neighbouring heads are neighbours in memory ({@code HV·K}
      * floats from a token to the next): a task that walks its heads chunk by chunk reads and writes its tokens' rows
      * together, where one head at a time met them a quarter at a time (at 64 documents, four heads a task on one
      * thread and two on two: the training call 6.5 % and 5.4 % faster, in turns; docs/kda.md). Whatever the group,
      * each head's arithmetic is the same, so the results do not depend on it.
      */
-    private int headsPerTask(KdaInputs in, int[] runs) {
-        int hv = in.valueHeads();
-        int tasks = 0;
-        for (int r = 0; r + 1 < runs.length; r++) {
-            tasks += runTokens(in.segments(), runs, r) > 0 ? 1 : 0;
-        }
+    private int headsPerTask(int hv, int runs) {
         for (int group = hv; group > 1; group--) {
-            if (hv % group == 0 && (long) tasks * (hv / group) >= 2L * threads) {
+            if (hv % group == 0 && (long) runs * (hv / group) >= 2L * threads) {
                 return group;
             }
         }
         return 1;
     }
 
+    /** One task: value heads {@code first … first+heads−1} of the call (each {@code run·HV + hv}) of one run. */
+    @FunctionalInterface
+    private interface Task {
+        void run(int first, int heads);
+    }
+
     /**
-     * Runs {@code task(run·HV + first head)} for every (run, group of {@code group} value heads), longest runs first,
-     * skipping runs of no token.
+     * Runs {@code task} for every (run, group of {@link #headsPerTask} value heads), longest runs first, skipping runs
+     * of no token.
      */
-    private void runTasks(KdaInputs in, int[] runs, int group, IntConsumer task) {
+    private void runTasks(KdaInputs in, int[] runs, Task task) {
         int hv = in.valueHeads();
         Segments seg = in.segments();
         int count = runs.length - 1;
@@ -393,6 +392,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
             }
         }
         Arrays.sort(sorted, (a, b) -> Integer.compare(length[b], length[a]));
+        int group = headsPerTask(hv, nonEmpty);
         int groups = hv / group;
         int[] order = new int[nonEmpty * groups];
         for (int i = 0; i < nonEmpty; i++) {
@@ -400,7 +400,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
                 order[i * groups + g] = sorted[i] * hv + g * group;
             }
         }
-        runBlocks(order.length, i -> task.accept(order[i]));
+        runBlocks(order.length, i -> task.run(order[i], group));
     }
 
     /** Tokens of run {@code r}: from its first non-empty document's start to its last one's end (0 if none). */

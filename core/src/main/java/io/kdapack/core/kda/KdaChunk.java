@@ -72,7 +72,7 @@ public final class KdaChunk {
     private final float[] kg;
     private final float[] kDecayed;
     private final float[] a;
-    /** The chunk's rows of the values, {@code [L,V]} ({@link #gatherValues}). */
+    /** The chunk's rows of the values, {@code [L,V]} ({@link #gatherRows}). */
     private final float[] vChunk;
     /** The chunk's rows of the outputs, {@code [L,V]}, before they are written to the token-major tensor. */
     private final float[] oChunk;
@@ -305,7 +305,7 @@ public final class KdaChunk {
         p = kept != null ? kept : own;
         loadRows(s, first, len, grads);
         if (kept != null) {
-            gatherValues(s, first, len);
+            gatherRows(s, first, len, s.v(), vChunk);
             decays(len, docs);
         } else {
             prepare(s, first, len, docs, s0, h0);
@@ -462,7 +462,7 @@ public final class KdaChunk {
     /** Computes every forward intermediate up to V' for the chunk entered with the carried {@code state}. */
     private void prepare(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state,
                          float[] h0) {
-        gatherValues(s, first, len);
+        gatherRows(s, first, len, s.v(), vChunk);
         decays(len, docs);
         pairs.forward(qIn, kIn, gIn, row0, len, docs.rowStart, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
@@ -510,11 +510,6 @@ public final class KdaChunk {
         multiply(len * kd, qIn, row0 * kd, expPrefix, 0, qg, 0);
         multiply(len * kd, kIn, row0 * kd, expPrefix, 0, kg, 0);
         multiply(len * kd, kIn, row0 * kd, expSuffix, 0, kDecayed, 0);
-    }
-
-    /** Copies the chunk's rows of the token-major values {@code [T,HV,V]} to {@link #vChunk}. */
-    private void gatherValues(HeadParallelBackend.HeadSequence s, int first, int len) {
-        gatherRows(s, first, len, s.v(), vChunk);
     }
 
     /**

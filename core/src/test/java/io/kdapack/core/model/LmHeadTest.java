@@ -75,9 +75,8 @@ class LmHeadTest {
 
     private static Parameter weight(Random random) {
         Parameter w = Parameter.filled("w", 0f, VOCAB, HIDDEN);
-        float[] values = normal(random, VOCAB * HIDDEN);
-        System.arraycopy(values, 0, w.values(), 0, values.length);
-        for (int i = 0; i < w.grads().length; i++) {
+        for (int i = 0; i < w.values().length; i++) {
+            w.values()[i] = (float) random.nextGaussian();
             w.grads()[i] = (float) random.nextGaussian(); // the gradient is added to, not overwritten
         }
         return w;
