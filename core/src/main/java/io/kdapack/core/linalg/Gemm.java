@@ -73,15 +73,15 @@ public final class Gemm {
         if (m == 0 || n == 0) {
             return;
         }
-        scale(0, m, n, beta, c, cOffset, ldc);
-        if (k == 0 || alpha == 0f) {
+        if (k == 0 || alpha == 0f || (long) m * n * k <= SMALL) {
+            scale(0, m, n, beta, c, cOffset, ldc);
+            if (k != 0 && alpha != 0f) {
+                naive(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
+            }
             return;
         }
-        if ((long) m * n * k <= SMALL) {
-            naive(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
-            return;
-        }
-        Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
+        Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset,
+                ldc);
         float[] packedB = PACKED_B.take(op.packedBSize());
         try {
             for (int unit = 0; unit < op.packUnits(); unit++) {
@@ -106,13 +106,10 @@ public final class Gemm {
             return;
         }
         checkArguments(transA, transB, m, n, k, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
-        Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
-        // About 4 tasks a worker: row blocks of at least 4·MR rows where m allows, the rest of the split over columns,
-        // so that a product with few rows (a weight gradient) does not have every task stream all of B. Splitting the
-        // rows first packs each block of A once (a column split packs it once per column block): against row blocks of
-        // at least MC rows, 512³ on two threads 6–9 % faster, weight gradients of 64–256 rows 28–37 % (in turns).
+        Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset,
+                ldc);
         int tasks = workers * 4;
-        int rowBlocks = Math.max(1, Math.min(tasks, m / (4 * MR)));
+        int rowBlocks = rowBlocks(m, n, tasks, op.panels());
         int rowsPerBlock = ((m + rowBlocks - 1) / rowBlocks + MR - 1) / MR * MR;
         int rowCount = (m + rowsPerBlock - 1) / rowsPerBlock;
         int colBlocks = Math.min(op.panels(), (tasks + rowCount - 1) / rowCount);
@@ -127,7 +124,6 @@ public final class Gemm {
                     int to = Math.min(m, from + rowsPerBlock);
                     int colFrom = task % colCount * colsPerBlock;
                     int colTo = Math.min(n, colFrom + colsPerBlock);
-                    scale(from, to, colTo - colFrom, beta, c, cOffset + colFrom, ldc);
                     op.multiply(from, to, colFrom, colTo, packedB);
                 });
             }).join();
@@ -137,12 +133,45 @@ public final class Gemm {
     }
 
     /**
+     * Row blocks of a parallel product of about {@code tasks} tasks, the rest of the split going over the columns.
+     * About 4 tasks a worker: row blocks of at least 4·MR rows where m allows, so that a product with few rows (a
+     * weight gradient) does not have every task stream all of B. Splitting the rows first packs each block of A once (a
+     * column split packs it once per column block): against row blocks of at least MC rows, 512³ on two threads 6–9 %
+     * faster, weight gradients of 64–256 rows 28–37 % (in turns).
+     *
+     * <p>A split reads B once per row block and A once per column block: {@code rowBlocks·n + colBlocks·m} (times k).
+     * Where fewer row blocks at least halve that, the fewest reads win: a B far larger than A, as in the LM head's
+     * logits ({@code 256 × 32 000 × 256}: one row block, 14 % faster on two threads, in turns), where every row block
+     * streamed all of the packed B from memory.
+     */
+    private static int rowBlocks(int m, int n, int tasks, int panels) {
+        int rows = Math.max(1, Math.min(tasks, m / (4 * MR)));
+        double rowsFirst = reads(rows, m, n, tasks, panels);
+        int best = rows;
+        double fewest = rowsFirst;
+        for (int r = 1; r < rows; r++) {
+            double read = reads(r, m, n, tasks, panels);
+            if (2 * read <= rowsFirst && read < fewest) {
+                best = r;
+                fewest = read;
+            }
+        }
+        return best;
+    }
+
+    /** What a split into {@code rowBlocks} row blocks reads of A and B, in units of k (see {@link #rowBlocks}). */
+    private static double reads(int rowBlocks, int m, int n, int tasks, int panels) {
+        int colBlocks = Math.min(panels, (tasks + rowBlocks - 1) / rowBlocks);
+        return (double) rowBlocks * n + (double) colBlocks * m;
+    }
+
+    /**
      * One call's operands. B is packed for the whole of k: k block {@code pc} holds its column panels of
      * {@code [kc][NR]} back to back from {@code pc · paddedN}.
      */
     private record Operands(boolean transA, boolean transB, int m, int n, int k, float alpha,
                             float[] a, int aOffset, int lda, float[] b, int bOffset, int ldb,
-                            float[] c, int cOffset, int ldc) {
+                            float beta, float[] c, int cOffset, int ldc) {
 
         int panels() {
             return (n + NR - 1) / NR;
@@ -189,12 +218,18 @@ public final class Gemm {
         }
 
         /**
-         * {@code C[from..to, colFrom..colTo) += alpha · op(A)[from..to) · op(B)[.., colFrom..colTo)}, k block by k
-         * block, in that order for every element; {@code colFrom} is a multiple of {@link #NR}.
+         * {@code C[from..to, colFrom..colTo) = alpha · op(A)[from..to) · op(B)[.., colFrom..colTo) + beta · C}, k
+         * block by k block, in that order for every element; {@code colFrom} is a multiple of {@link #NR}.
          * The columns are taken {@link #NC} at a time, so that the packed B of one k block and column block stays in
-         * L2 while every row block of A streams past it.
+         * L2 while every row block of A streams past it. With beta 0 the first k block's sums are stored over C rather
+         * than added to a cleared C: one pass over C the fewer. (The bits are those of adding to +0, but for a sum that
+         * underflows to −0, stored as such.)
          */
         void multiply(int from, int to, int colFrom, int colTo, float[] packedB) {
+            boolean cleared = beta != 0f;
+            if (cleared) {
+                scale(from, to, colTo - colFrom, beta, c, cOffset + colFrom, ldc);
+            }
             float[] packedA = PACKED_A.get();
             float[] edge = EDGE.get();
             int paddedN = panels() * NR;
@@ -202,6 +237,7 @@ public final class Gemm {
                 int jEnd = Math.min(colTo, jc + NC);
                 for (int pc = 0; pc < k; pc += KC) {
                     int kc = Math.min(KC, k - pc);
+                    boolean store = pc == 0 && !cleared;
                     for (int ic = from; ic < to; ic += MC) {
                         int mc = Math.min(MC, to - ic);
                         packA(ic, mc, pc, kc, packedA);
@@ -212,13 +248,14 @@ public final class Gemm {
                                 int rows = Math.min(MR, mc - ir);
                                 int cIndex = cOffset + (ic + ir) * ldc + jr;
                                 if (rows == MR && cols == NR) {
-                                    kernel(kc, packedA, ir * kc, packedB, bPanel, c, cIndex, ldc, false);
+                                    kernel(kc, packedA, ir * kc, packedB, bPanel, c, cIndex, ldc, store);
                                 } else {
                                     // Edge tile: computed whole into a scratch tile, then only its valid part added.
                                     kernel(kc, packedA, ir * kc, packedB, bPanel, edge, 0, NR, true);
                                     for (int r = 0; r < rows; r++) {
                                         for (int j = 0; j < cols; j++) {
-                                            c[cIndex + r * ldc + j] += edge[r * NR + j];
+                                            int ci = cIndex + r * ldc + j;
+                                            c[ci] = store ? edge[r * NR + j] : c[ci] + edge[r * NR + j];
                                         }
                                     }
                                 }
@@ -269,7 +306,7 @@ public final class Gemm {
         }
     }
 
-    /** The {@code MR × NR} register tile of this machine. */
+    /** The {@code MR × NR} register tile of this machine: its sums added to C, or with {@code overwrite} stored. */
     private static void kernel(int kc, float[] pa, int aPanel, float[] pb, int bPanel, float[] c, int cIndex, int ldc,
                                boolean overwrite) {
         switch (MR) {

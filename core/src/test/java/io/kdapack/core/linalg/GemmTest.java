@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
 import java.util.Random;
 import java.util.concurrent.ForkJoinPool;
 import org.junit.jupiter.api.Test;
@@ -61,25 +62,30 @@ class GemmTest {
      * the 32- and 16-column panels, a row block of {@link Gemm#MC} plus one, k past two packed blocks) and k = 1, for
      * every transpose, n past one column block of {@link Gemm#NC}, against a float64 reference, and the parallel path
      * bitwise equal to the serial one for 1, 2 and 3 threads; n = 192 and 1088 fill whole panels (the latter past a
-     * column block). Tolerance 1e-5 as above (k ≤ 513).
+     * column block); 128 × 1100 splits over columns only (B far larger than A). Each with beta 0.5, and with beta 0
+     * over a C of NaN, which the first k block's sums overwrite. Tolerance 1e-5 as above (k ≤ 513).
      */
     @Test
     void matchesDoubleReferenceOnTileEdgesAndIsThreadIndependent() {
         Random random = new Random(18);
         int[][] shapes = {{1, 513, 7}, {513, 1, 63}, {65, 63, 513}, {63, 65, 1}, {513, 65, 7}, {7, 7, 1},
-            {65, 513, 65}, {513, 63, 513}, {513, 513, 1}, {9, 1100, 300}, {97, 192, 300}, {13, 1088, 257}};
+            {65, 513, 65}, {513, 63, 513}, {513, 513, 1}, {9, 1100, 300}, {97, 192, 300}, {13, 1088, 257},
+            {128, 1100, 70}};
         ForkJoinPool[] pools = {new ForkJoinPool(1), new ForkJoinPool(2), new ForkJoinPool(3)};
         try {
             for (int[] s : shapes) {
-                for (int variant = 0; variant < 4; variant++) {
+                for (int variant = 0; variant < 8; variant++) {
                     boolean ta = (variant & 1) != 0;
                     boolean tb = (variant & 2) != 0;
                     int m = s[0], n = s[1], k = s[2];
                     int lda = ta ? m : k, ldb = tb ? k : n;
                     float[] a = random(random, (ta ? k : m) * lda);
                     float[] b = random(random, (tb ? n : k) * ldb);
+                    float alpha = 1.25f, beta = (variant & 4) != 0 ? 0f : 0.5f;
                     float[] c0 = random(random, m * n);
-                    float alpha = 1.25f, beta = 0.5f;
+                    if (beta == 0f) {
+                        Arrays.fill(c0, Float.NaN);
+                    }
                     double diff = 0, norm = 0;
                     float[] serial = c0.clone();
                     Gemm.sgemm(ta, tb, m, n, k, alpha, a, 0, lda, b, 0, ldb, beta, serial, 0, n);
@@ -89,12 +95,12 @@ class GemmTest {
                             for (int p = 0; p < k; p++) {
                                 sum += (double) (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
                             }
-                            double expected = alpha * sum + beta * c0[i * n + j];
+                            double expected = alpha * sum + (beta == 0f ? 0 : beta * c0[i * n + j]);
                             diff += (serial[i * n + j] - expected) * (serial[i * n + j] - expected);
                             norm += expected * expected;
                         }
                     }
-                    String id = "m=" + m + " n=" + n + " k=" + k + " ta=" + ta + " tb=" + tb;
+                    String id = "m=" + m + " n=" + n + " k=" + k + " ta=" + ta + " tb=" + tb + " beta=" + beta;
                     assertTrue(Math.sqrt(diff / norm) < TOLERANCE, id + " rel=" + Math.sqrt(diff / norm));
                     for (ForkJoinPool pool : pools) {
                         float[] parallel = c0.clone();
