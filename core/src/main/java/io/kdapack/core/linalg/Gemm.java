@@ -108,6 +108,108 @@ public final class Gemm {
         checkArguments(transA, transB, m, n, k, a, aOffset, lda, b, bOffset, ldb, c, cOffset, ldc);
         Operands op = new Operands(transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset,
                 ldc);
+        float[] packedB = PACKED_B.take(op.packedBSize());
+        try {
+            pool.submit(() -> {
+                IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, packedB));
+                multiplyInTasks(workers, op, packedB);
+            }).join();
+        } finally {
+            PACKED_B.give(packedB);
+        }
+    }
+
+    /**
+     * A matrix packed once as the B operand of many products: {@code op(B) [k×n]} in the panels {@link #sgemm} packs
+     * per call. For a weight that meets block after block of rows (the LM head's), the products skip packing it again.
+     * Close it to give its buffer back for reuse.
+     */
+    public static final class PackedB implements AutoCloseable {
+        private final int n;
+        private final int k;
+        private float[] panels;
+
+        private PackedB(int n, int k, float[] panels) {
+            this.n = n;
+            this.k = k;
+            this.panels = panels;
+        }
+
+        /** Columns of op(B). */
+        public int n() {
+            return n;
+        }
+
+        /** Rows of op(B), the product's depth. */
+        public int k() {
+            return k;
+        }
+
+        float[] panels() {
+            if (panels == null) {
+                throw new IllegalStateException("packed B: already closed");
+            }
+            return panels;
+        }
+
+        @Override
+        public void close() {
+            PACKED_B.give(panels);
+            panels = null;
+        }
+    }
+
+    /**
+     * Packs {@code op(B) [k×n]} once, on {@code pool}, for {@link #parallelSgemm(ForkJoinPool, boolean, int, float,
+     * float[], int, int, PackedB, float, float[], int, int)}.
+     *
+     * @param transB {@code op(B) = Bᵀ}: B is stored {@code [n×k]} with leading dimension ldb, else {@code [k×n]}
+     */
+    public static PackedB packB(ForkJoinPool pool, boolean transB, int n, int k, float[] b, int bOffset, int ldb) {
+        if (n < 0 || k < 0) {
+            throw new IllegalArgumentException("n, k must be >= 0, got n=" + n + " k=" + k);
+        }
+        checkMatrix("b", b, bOffset, ldb, transB ? n : k, transB ? k : n);
+        Operands op = new Operands(false, transB, 0, n, k, 1f, null, 0, 0, b, bOffset, ldb, 0f, null, 0, 0);
+        float[] panels = PACKED_B.take(op.packedBSize());
+        pool.submit(() -> IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, panels)))
+                .join();
+        return new PackedB(n, k, panels);
+    }
+
+    /**
+     * {@code C[m×n] = alpha · op(A) · B + beta · C} with B packed beforehand ({@link #packB}), split over {@code pool}
+     * as the other {@code parallelSgemm}; bitwise equal to {@link #sgemm} of the unpacked B.
+     */
+    public static void parallelSgemm(ForkJoinPool pool, boolean transA, int m, float alpha, float[] a, int aOffset,
+                                     int lda, PackedB b, float beta, float[] c, int cOffset, int ldc) {
+        int n = b.n();
+        int k = b.k();
+        if (m < 0) {
+            throw new IllegalArgumentException("m must be >= 0, got " + m);
+        }
+        checkMatrix("a", a, aOffset, lda, transA ? k : m, transA ? m : k);
+        checkMatrix("c", c, cOffset, ldc, m, n);
+        if (m == 0 || n == 0) {
+            return;
+        }
+        if (k == 0 || alpha == 0f) {
+            scale(0, m, n, beta, c, cOffset, ldc);
+            return;
+        }
+        Operands op = new Operands(transA, false, m, n, k, alpha, a, aOffset, lda, null, 0, 0, beta, c, cOffset, ldc);
+        float[] panels = b.panels();
+        if (pool.getParallelism() <= 1 || (long) m * n * k < 64L * 64 * 64) {
+            op.multiply(0, m, 0, n, panels);
+        } else {
+            pool.submit(() -> multiplyInTasks(pool.getParallelism(), op, panels)).join();
+        }
+    }
+
+    /** {@link Operands#multiply} of the whole of C as about four tasks a worker, in the pool it runs in. */
+    private static void multiplyInTasks(int workers, Operands op, float[] packedB) {
+        int m = op.m();
+        int n = op.n();
         int tasks = workers * 4;
         int rowBlocks = rowBlocks(m, n, tasks, op.panels());
         int rowsPerBlock = ((m + rowBlocks - 1) / rowBlocks + MR - 1) / MR * MR;
@@ -115,21 +217,13 @@ public final class Gemm {
         int colBlocks = Math.min(op.panels(), (tasks + rowCount - 1) / rowCount);
         int colsPerBlock = (op.panels() + colBlocks - 1) / colBlocks * NR;
         int colCount = (n + colsPerBlock - 1) / colsPerBlock;
-        float[] packedB = PACKED_B.take(op.packedBSize());
-        try {
-            pool.submit(() -> {
-                IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, packedB));
-                IntStream.range(0, rowCount * colCount).parallel().forEach(task -> {
-                    int from = task / colCount * rowsPerBlock;
-                    int to = Math.min(m, from + rowsPerBlock);
-                    int colFrom = task % colCount * colsPerBlock;
-                    int colTo = Math.min(n, colFrom + colsPerBlock);
-                    op.multiply(from, to, colFrom, colTo, packedB);
-                });
-            }).join();
-        } finally {
-            PACKED_B.give(packedB);
-        }
+        IntStream.range(0, rowCount * colCount).parallel().forEach(task -> {
+            int from = task / colCount * rowsPerBlock;
+            int to = Math.min(m, from + rowsPerBlock);
+            int colFrom = task % colCount * colsPerBlock;
+            int colTo = Math.min(n, colFrom + colsPerBlock);
+            op.multiply(from, to, colFrom, colTo, packedB);
+        });
     }
 
     /**

@@ -6,6 +6,7 @@ import io.kdapack.core.loss.LossReport;
 import io.kdapack.core.nn.Parallel;
 import io.kdapack.core.nn.Parameter;
 import java.util.Arrays;
+import java.util.concurrent.ForkJoinPool;
 
 /**
  * The LM head {@code logits = h · Wᵀ} with {@code h [T,d]}, {@code W [V,d]}, {@code logits [T,V]}: its own
@@ -67,35 +68,40 @@ final class LmHead {
         double[] loss = new double[tokens];
         float[] dh = backward ? new float[tokens * hidden] : null;
         float[] logits = new float[Math.min(TOKEN_BLOCK, tokens) * vocab];
-        for (int t0 = 0; t0 < tokens; t0 += TOKEN_BLOCK) {
-            int rows = Math.min(TOKEN_BLOCK, tokens - t0);
-            if (rows * vocab != logits.length) {
-                logits = new float[rows * vocab]; // the last, shorter block
-            }
-            float[] block = logits;
-            int[] blockLabels = Arrays.copyOfRange(labels, t0, t0 + rows);
-            CrossEntropy.Result ce = new CrossEntropy.Result(new double[rows], new double[rows]);
-            Parallel.gemm(false, true, rows, vocab, hidden, 1f, h, t0 * hidden, hidden, weight.values(), 0, hidden,
-                    0f, block, 0, vocab);
-            try {
-                Parallel.forBlocks(rows, LOSS_GRAIN,
-                        (from, to) -> CrossEntropy.forward(block, blockLabels, vocab, from, to, ce));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("the logits of tokens " + t0 + " … " + (t0 + rows - 1)
-                        + " (rows counted from the first): " + e.getMessage(), e);
-            }
-            System.arraycopy(ce.loss(), 0, loss, t0, rows);
-            if (backward) {
-                double[] weights = new double[rows];
-                for (int r = 0; r < rows; r++) {
-                    weights[r] = mask[t0 + r] * lossWeight;
+        ForkJoinPool pool = Parallel.pool();
+        float[] w = weight.values();
+        // The weight, packed once for every block rather than by each block's products: Wᵀ [d,V] for the logits and,
+        // for the backward, W [V,d] for dh (the same bits; at V 32 000, d 256, 32 MiB each).
+        try (Gemm.PackedB wt = Gemm.packB(pool, true, vocab, hidden, w, 0, hidden);
+             Gemm.PackedB wn = backward ? Gemm.packB(pool, false, hidden, vocab, w, 0, hidden) : null) {
+            for (int t0 = 0; t0 < tokens; t0 += TOKEN_BLOCK) {
+                int rows = Math.min(TOKEN_BLOCK, tokens - t0);
+                if (rows * vocab != logits.length) {
+                    logits = new float[rows * vocab]; // the last, shorter block
                 }
-                Parallel.forBlocks(rows, LOSS_GRAIN, (from, to) -> CrossEntropy.backward(block, blockLabels, vocab,
-                        ce.logSumExp(), weights, block, from, to));
-                Parallel.gemm(false, false, rows, hidden, vocab, 1f, block, 0, vocab, weight.values(), 0, hidden, 0f,
-                        dh, t0 * hidden, hidden);
-                Parallel.gemm(true, false, vocab, hidden, rows, 1f, block, 0, vocab, h, t0 * hidden, hidden, 1f,
-                        weight.grads(), 0, hidden);
+                float[] block = logits;
+                int[] blockLabels = Arrays.copyOfRange(labels, t0, t0 + rows);
+                CrossEntropy.Result ce = new CrossEntropy.Result(new double[rows], new double[rows]);
+                Gemm.parallelSgemm(pool, false, rows, 1f, h, t0 * hidden, hidden, wt, 0f, block, 0, vocab);
+                try {
+                    Parallel.forBlocks(rows, LOSS_GRAIN,
+                            (from, to) -> CrossEntropy.forward(block, blockLabels, vocab, from, to, ce));
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("the logits of tokens " + t0 + " … " + (t0 + rows - 1)
+                            + " (rows counted from the first): " + e.getMessage(), e);
+                }
+                System.arraycopy(ce.loss(), 0, loss, t0, rows);
+                if (backward) {
+                    double[] weights = new double[rows];
+                    for (int r = 0; r < rows; r++) {
+                        weights[r] = mask[t0 + r] * lossWeight;
+                    }
+                    Parallel.forBlocks(rows, LOSS_GRAIN, (from, to) -> CrossEntropy.backward(block, blockLabels, vocab,
+                            ce.logSumExp(), weights, block, from, to));
+                    Gemm.parallelSgemm(pool, false, rows, 1f, block, 0, vocab, wn, 0f, dh, t0 * hidden, hidden);
+                    Parallel.gemm(true, false, vocab, hidden, rows, 1f, block, 0, vocab, h, t0 * hidden, hidden, 1f,
+                            weight.grads(), 0, hidden);
+                }
             }
         }
         double[] perToken = new double[tokens];

@@ -166,6 +166,47 @@ class GemmTest {
         }
     }
 
+    /**
+     * B packed once and used by several products (the LM head's weight, block after block of rows): each product
+     * bitwise that of {@link Gemm#sgemm} on the unpacked B, for both transposes of A and B, offsets, beta 0 and not,
+     * 1 to 3 threads; a packed B is unusable once closed.
+     */
+    @Test
+    void prePackedBIsBitwiseTheProductThatPacksItself() {
+        Random random = new Random(5);
+        int n = 1100, k = 300, ldb = k + 3;
+        for (boolean tb : new boolean[] {true, false}) {
+            int rowsB = tb ? n : k, ld = tb ? ldb : n + 5;
+            float[] stored = random(random, 2 + rowsB * ld);
+            for (int threads = 1; threads <= 3; threads++) {
+                ForkJoinPool pool = new ForkJoinPool(threads);
+                try (Gemm.PackedB packed = Gemm.packB(pool, tb, n, k, stored, 2, ld)) {
+                    for (int[] rowsAndTa : new int[][] {{256, 0}, {37, 1}, {5, 0}}) {
+                        int m = rowsAndTa[0];
+                        boolean ta = rowsAndTa[1] == 1;
+                        int lda = (ta ? m : k) + 1, ldc = n + 2;
+                        float[] a = random(random, 1 + (ta ? k : m) * lda);
+                        float[] c = random(random, m * ldc);
+                        for (float beta : new float[] {0f, 0.75f}) {
+                            float[] expected = c.clone();
+                            Gemm.sgemm(ta, tb, m, n, k, 1.5f, a, 1, lda, stored, 2, ld, beta, expected, 0, ldc);
+                            float[] actual = c.clone();
+                            Gemm.parallelSgemm(pool, ta, m, 1.5f, a, 1, lda, packed, beta, actual, 0, ldc);
+                            assertArrayEquals(expected, actual, "transB=" + tb + " m=" + m + " transA=" + ta
+                                    + " beta=" + beta + " threads=" + threads);
+                        }
+                    }
+                    packed.close();
+                    IllegalStateException e = assertThrows(IllegalStateException.class, () -> Gemm.parallelSgemm(
+                            pool, false, 1, 1f, new float[k], 0, k, packed, 0f, new float[n], 0, n));
+                    assertTrue(e.getMessage().contains("closed"), e.getMessage());
+                } finally {
+                    pool.shutdown();
+                }
+            }
+        }
+    }
+
     @Test
     void rejectsArraysTooSmallForTheShape() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
