@@ -3,6 +3,7 @@ package io.kdapack.core.linalg;
 import java.util.concurrent.ForkJoinPool;
 import java.util.stream.IntStream;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -27,6 +28,8 @@ public final class Gemm {
      * changes only which elements share a kernel call, never the order of any element's sum (see the class comment).
      */
     static final int MR = LANES >= 16 ? 8 : 4;
+    /** A vector of {@link #MR} floats: a k step of a packed panel of A. */
+    private static final VectorSpecies<Float> TILE_ROWS = VectorSpecies.of(float.class, VectorShape.forBitSize(MR * 32));
     /** Columns of the register tile: two vectors. */
     private static final int NR = 2 * LANES;
     /**
@@ -393,8 +396,12 @@ public final class Gemm {
             }
             for (int p = 0; p < kc; p++) {
                 int src = aOffset + (pc + p) * lda + ic;
-                for (int i = 0; i < mc; i++) {
-                    dst[(i / MR) * MR * kc + p * MR + i % MR] = alpha * a[src + i];
+                int ir = 0;
+                for (; ir + MR <= mc; ir += MR) {
+                    FloatVector.fromArray(TILE_ROWS, a, src + ir).mul(alpha).intoArray(dst, ir * kc + p * MR);
+                }
+                for (int r = 0; ir + r < mc; r++) {
+                    dst[ir * kc + p * MR + r] = alpha * a[src + ir + r];
                 }
             }
         }
