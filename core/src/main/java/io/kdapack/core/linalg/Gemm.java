@@ -369,12 +369,22 @@ public final class Gemm {
                 packTransposedA(ic, mc, pc, kc, dst);
                 return;
             }
+            int[] rowStarts = new int[MR];
+            for (int r = 0; r < MR; r++) {
+                rowStarts[r] = r * lda;
+            }
             for (int ir = 0; ir < mc; ir += MR) {
                 int base = ir * kc;
                 int rows = Math.min(MR, mc - ir);
-                if (rows < MR) {
-                    java.util.Arrays.fill(dst, base, base + MR * kc, 0f);
+                if (rows == MR) {
+                    int src = aOffset + (ic + ir) * lda + pc;
+                    for (int p = 0; p < kc; p++) {
+                        FloatVector.fromArray(TILE_ROWS, a, src + p, rowStarts, 0).mul(alpha)
+                                .intoArray(dst, base + p * MR);
+                    }
+                    continue;
                 }
+                java.util.Arrays.fill(dst, base, base + MR * kc, 0f);
                 for (int r = 0; r < rows; r++) {
                     int src = aOffset + (ic + ir + r) * lda + pc;
                     for (int p = 0; p < kc; p++) {
