@@ -84,15 +84,7 @@ public final class CrossEntropy {
         requireLength("logSumExp", out.logSumExp().length, labels.length);
         double[] partials = new double[PARTIALS];
         for (int t = from; t < to; t++) {
-            int row = t * vocab;
-            float max = max(logits, row, vocab);
-            if (!Float.isFinite(max)) {
-                throw new IllegalArgumentException("logits: row " + t + " has a non-finite maximum " + max);
-            }
-            double sum = sumExp(logits, row, vocab, max, partials);
-            double lse = Math.log(sum) + max;
-            out.logSumExp()[t] = lse;
-            out.loss()[t] = lse - logits[row + labels[t]];
+            rowLoss(logits, labels, vocab, t, partials, out);
         }
     }
 
@@ -123,26 +115,67 @@ public final class CrossEntropy {
         requireLength("gradLogits", gradLogits.length, logits.length);
         for (int t = from; t < to; t++) {
             int row = t * vocab;
-            double weight = tokenWeights[t];
-            if (weight == 0) {
-                java.util.Arrays.fill(gradLogits, row, row + vocab, 0f);
-                continue;
-            }
-            double lse = logSumExp[t];
-            int target = row + labels[t];
-            float targetLogit = logits[target]; // read before the row is overwritten when gradLogits is logits
-            float max = max(logits, row, vocab);
-            float factor = (float) (weight * Math.exp(max - lse));
-            int v = 0;
-            for (; v <= vocab - FLOATS.length(); v += FLOATS.length()) {
-                ExpKernels.exp(FloatVector.fromArray(FLOATS, logits, row + v).sub(max)).mul(factor)
-                        .intoArray(gradLogits, row + v);
-            }
-            for (; v < vocab; v++) {
-                gradLogits[row + v] = ExpKernels.exp(logits[row + v] - max) * factor;
-            }
-            gradLogits[target] = (float) (weight * (Math.exp(targetLogit - lse) - 1.0));
+            gradientRow(logits, row, vocab, row + labels[t], max(logits, row, vocab), logSumExp[t], tokenWeights[t],
+                    gradLogits);
         }
+    }
+
+    /**
+     * {@link #forward(float[], int[], int, int, int, Result)} and {@link #backward(float[], int[], int, double[],
+     * double[], float[], int, int)} of tokens {@code [from, to)} at once: each row's gradient is written right after its
+     * loss, while the row is still in cache, and its maximum is found once. The same bits as the two calls.
+     */
+    public static void forwardBackward(float[] logits, int[] labels, int vocab, double[] tokenWeights, Result out,
+                                       float[] gradLogits, int from, int to) {
+        int tokens = checkShapes(logits, labels, vocab);
+        checkRange(tokens, from, to);
+        requireLength("loss", out.loss().length, tokens);
+        requireLength("logSumExp", out.logSumExp().length, tokens);
+        requireLength("tokenWeights", tokenWeights.length, tokens);
+        requireLength("gradLogits", gradLogits.length, logits.length);
+        double[] partials = new double[PARTIALS];
+        for (int t = from; t < to; t++) {
+            int row = t * vocab;
+            float max = rowLoss(logits, labels, vocab, t, partials, out);
+            gradientRow(logits, row, vocab, row + labels[t], max, out.logSumExp()[t], tokenWeights[t], gradLogits);
+        }
+    }
+
+    /** Token t's loss and log-sum-exp into {@code out}; returns the row's maximum. */
+    private static float rowLoss(float[] logits, int[] labels, int vocab, int t, double[] partials, Result out) {
+        int row = t * vocab;
+        float max = max(logits, row, vocab);
+        if (!Float.isFinite(max)) {
+            throw new IllegalArgumentException("logits: row " + t + " has a non-finite maximum " + max);
+        }
+        double sum = sumExp(logits, row, vocab, max, partials);
+        double lse = Math.log(sum) + max;
+        out.logSumExp()[t] = lse;
+        out.loss()[t] = lse - logits[row + labels[t]];
+        return max;
+    }
+
+    /**
+     * One row's gradient {@code weight · (softmax − onehot(target))} from its maximum and log-sum-exp, into the same row
+     * of {@code gradLogits} (which may be the logits themselves).
+     */
+    private static void gradientRow(float[] logits, int row, int vocab, int target, float max, double lse,
+                                    double weight, float[] gradLogits) {
+        if (weight == 0) {
+            java.util.Arrays.fill(gradLogits, row, row + vocab, 0f);
+            return;
+        }
+        float targetLogit = logits[target]; // read before the row is overwritten when gradLogits is logits
+        float factor = (float) (weight * Math.exp(max - lse));
+        int v = 0;
+        for (; v <= vocab - FLOATS.length(); v += FLOATS.length()) {
+            ExpKernels.exp(FloatVector.fromArray(FLOATS, logits, row + v).sub(max)).mul(factor)
+                    .intoArray(gradLogits, row + v);
+        }
+        for (; v < vocab; v++) {
+            gradLogits[row + v] = ExpKernels.exp(logits[row + v] - max) * factor;
+        }
+        gradLogits[target] = (float) (weight * (Math.exp(targetLogit - lse) - 1.0));
     }
 
     /** {@code max_v logits[row + v]} (exact in any order). */

@@ -83,21 +83,25 @@ final class LmHead {
                 int[] blockLabels = Arrays.copyOfRange(labels, t0, t0 + rows);
                 CrossEntropy.Result ce = new CrossEntropy.Result(new double[rows], new double[rows]);
                 Gemm.parallelSgemm(pool, false, rows, 1f, h, t0 * hidden, hidden, wt, 0f, block, 0, vocab);
+                double[] weights = new double[rows];
+                for (int r = 0; r < rows; r++) {
+                    weights[r] = backward ? mask[t0 + r] * lossWeight : 0;
+                }
+                // With the backward, each row's gradient is written over its logits right after its loss.
                 try {
-                    Parallel.forBlocks(rows, LOSS_GRAIN,
-                            (from, to) -> CrossEntropy.forward(block, blockLabels, vocab, from, to, ce));
+                    Parallel.forBlocks(rows, LOSS_GRAIN, (from, to) -> {
+                        if (backward) {
+                            CrossEntropy.forwardBackward(block, blockLabels, vocab, weights, ce, block, from, to);
+                        } else {
+                            CrossEntropy.forward(block, blockLabels, vocab, from, to, ce);
+                        }
+                    });
                 } catch (IllegalArgumentException e) {
                     throw new IllegalArgumentException("the logits of tokens " + t0 + " … " + (t0 + rows - 1)
                             + " (rows counted from the first): " + e.getMessage(), e);
                 }
                 System.arraycopy(ce.loss(), 0, loss, t0, rows);
                 if (backward) {
-                    double[] weights = new double[rows];
-                    for (int r = 0; r < rows; r++) {
-                        weights[r] = mask[t0 + r] * lossWeight;
-                    }
-                    Parallel.forBlocks(rows, LOSS_GRAIN, (from, to) -> CrossEntropy.backward(block, blockLabels, vocab,
-                            ce.logSumExp(), weights, block, from, to));
                     Gemm.parallelSgemm(pool, false, rows, 1f, block, 0, vocab, wn, 0f, dh, t0 * hidden, hidden);
                     Parallel.gemm(true, false, vocab, hidden, rows, 1f, block, 0, vocab, h, t0 * hidden, hidden, 1f,
                             weight.grads(), 0, hidden);

@@ -78,6 +78,33 @@ class CrossEntropyTest {
         assertArrayEquals(separate, inPlace);
     }
 
+    /**
+     * Forward and backward at once (the LM head's path): the loss, log-sum-exp and gradient (in place, rows of weight 0
+     * included) bitwise those of forward then backward, for a range of rows.
+     */
+    @Test
+    void forwardBackwardGivesTheBitsOfForwardThenBackward() {
+        Random random = new Random(13);
+        int tokens = 6;
+        int vocab = 1000;
+        float[] logits = new float[tokens * vocab];
+        for (int i = 0; i < logits.length; i++) {
+            logits[i] = (float) (3 * random.nextGaussian());
+        }
+        int[] labels = {3, 0, 999, 17, 500, 1};
+        double[] weights = {1, 0, 0.5, 2, 0.25, 1};
+        CrossEntropy.Result expected = CrossEntropy.forward(logits, labels, vocab);
+        float[] gradient = new float[logits.length];
+        CrossEntropy.backward(logits, labels, vocab, expected.logSumExp(), weights, gradient);
+        CrossEntropy.Result actual = new CrossEntropy.Result(new double[tokens], new double[tokens]);
+        float[] inPlace = logits.clone();
+        CrossEntropy.forwardBackward(inPlace, labels, vocab, weights, actual, inPlace, 0, 2);
+        CrossEntropy.forwardBackward(inPlace, labels, vocab, weights, actual, inPlace, 2, tokens);
+        assertArrayEquals(expected.loss(), actual.loss());
+        assertArrayEquals(expected.logSumExp(), actual.logSumExp());
+        assertArrayEquals(gradient, inPlace);
+    }
+
     @Test
     void largeLogitsStayFinite() {
         // exp(1e4) overflows in any precision; the max shift keeps the sum in range.
