@@ -1,9 +1,14 @@
 package io.kdapack.core.conv;
 
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.linalg.VectorWidth;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Depthwise causal short convolution over packed sequences (FLA {@code ShortConvolution} semantics), forward
@@ -20,20 +25,25 @@ import java.util.stream.IntStream;
  * {@code ext[:, L … L+W−1]} with {@code ext = [initialState[n] | x[s … s+L−1]ᵀ]}: its last W inputs, left-filled
  * from the initial state when {@code L < W}. Padding positions give {@code y = 0} and {@code dx = 0}.
  *
- * <p>Token-major: every loop runs over the channels of one token row (contiguous, vectorisable by the JIT), and
- * the parallel tasks are blocks of {@link #TOKEN_BLOCK} tokens of one sequence. Each output element is computed by
- * one task in a fixed order, and the weight and bias gradients are summed per channel over tokens in token order,
- * so results do not depend on the thread count.
+ * <p>Token-major: every loop runs over the channels of one token row, contiguous, on vectors (the JIT left these
+ * loops scalar: the pre-activation alone was 9 % of a KDA layer's time), each lane with the scalar loop's operations,
+ * a product rounded before its sum; and the parallel tasks are blocks of {@link #TOKEN_BLOCK} tokens of one sequence.
+ * Each output element is computed by one task in a fixed order, and the weight and bias gradients are summed per
+ * channel over tokens in token order, so results do not depend on the thread count or the vector width.
  */
 public final class ShortConv {
     private static final int TOKEN_BLOCK = 64;
     /** Channels per parallel task when summing the weight and bias gradients over tokens. */
     private static final int CHANNEL_BLOCK = 64;
+    private static final VectorSpecies<Float> FLOATS = VectorWidth.SPECIES;
+    private static final int LANES = FLOATS.length();
+    private static final VectorSpecies<Double> DOUBLES = VectorWidth.DOUBLES;
+    private static final VectorSpecies<Float> HALF_FLOATS = VectorWidth.HALF_FLOATS;
+    private static final int DOUBLE_LANES = DOUBLES.length();
 
     private ShortConv() {
     }
 
-    /** Outputs {@code y [T,D]} and final states {@code [N,D,W]}. */
     /** This op as a {@link ShortConvBackend}: the CPU implementation. */
     public static final ShortConvBackend CPU = new ShortConvBackend() {
         @Override
@@ -52,6 +62,7 @@ public final class ShortConv {
         }
     };
 
+    /** Outputs {@code y [T,D]} and final states {@code [N,D,W]}. */
     public static ShortConvOutputs forward(ShortConvInputs in) {
         int channels = in.channels();
         float[] y = new float[in.tokens() * channels];
@@ -107,11 +118,7 @@ public final class ShortConv {
                 for (int i = 0; i < width; i++) {
                     int t = p + (width - 1) - i;
                     if (t < end) {
-                        int tap = i * channels;
-                        int out = t * channels;
-                        for (int d = 0; d < channels; d++) {
-                            dx[row + d] += weightByTap[tap + d] * dz[out + d];
-                        }
+                        addProducts(channels, weightByTap, i * channels, dz, t * channels, dx, row);
                     }
                 }
                 int column = p - end + width; // ext index L + c = p − s + W  ⇒  c = p − end + W
@@ -179,14 +186,10 @@ public final class ShortConv {
             for (int n = 0; n < seg.count(); n++) {
                 for (int t = seg.start(n); t < seg.end(n); t++) {
                     int row = t * channels + d0;
-                    for (int dd = 0; dd < size; dd++) {
-                        biasSums[dd] += dz[row + dd];
-                    }
+                    addInDouble(size, dz, row, biasSums);
                     for (int i = 0; i < width; i++) {
                         readInputs(in, n, t - (width - 1) + i, d0, size, inputs);
-                        for (int dd = 0; dd < size; dd++) {
-                            weightSums[i * size + dd] += (double) dz[row + dd] * inputs[dd];
-                        }
+                        addProductsInDouble(size, dz, row, inputs, weightSums, i * size);
                     }
                 }
             }
@@ -215,10 +218,7 @@ public final class ShortConv {
             int p = t - (width - 1) + i;
             int tap = i * channels;
             if (p >= start) {
-                int row = p * channels;
-                for (int d = 0; d < channels; d++) {
-                    z[d] += weightByTap[tap + d] * in.x()[row + d];
-                }
+                addProducts(channels, weightByTap, tap, in.x(), p * channels, z, 0);
             } else if (in.initialState() != null) {
                 int column = width - (start - p);
                 for (int d = 0; d < channels; d++) {
@@ -226,6 +226,47 @@ public final class ShortConv {
                 }
             }
         }
+    }
+
+    /** {@code out[i] += w[i] · x[i]} for {@code i < n}: the product rounded to float, then added (not fused). */
+    private static void addProducts(int n, float[] w, int wOff, float[] x, int xOff, float[] out, int outOff) {
+        int i = 0;
+        for (int bound = FLOATS.loopBound(n); i < bound; i += LANES) {
+            FloatVector product = FloatVector.fromArray(FLOATS, w, wOff + i)
+                    .mul(FloatVector.fromArray(FLOATS, x, xOff + i));
+            FloatVector.fromArray(FLOATS, out, outOff + i).add(product).intoArray(out, outOff + i);
+        }
+        for (; i < n; i++) {
+            out[outOff + i] += w[wOff + i] * x[xOff + i];
+        }
+    }
+
+    /** {@code sums[i] += x[xOff + i]} in double, for {@code i < n}. */
+    private static void addInDouble(int n, float[] x, int xOff, double[] sums) {
+        int i = 0;
+        for (int bound = HALF_FLOATS.loopBound(n); i < bound; i += DOUBLE_LANES) {
+            DoubleVector.fromArray(DOUBLES, sums, i).add(toDoubles(x, xOff + i)).intoArray(sums, i);
+        }
+        for (; i < n; i++) {
+            sums[i] += x[xOff + i];
+        }
+    }
+
+    /** {@code sums[sOff + i] += (double) x[xOff + i] · y[i]}, the product in double, for {@code i < n}. */
+    private static void addProductsInDouble(int n, float[] x, int xOff, float[] y, double[] sums, int sOff) {
+        int i = 0;
+        for (int bound = HALF_FLOATS.loopBound(n); i < bound; i += DOUBLE_LANES) {
+            DoubleVector.fromArray(DOUBLES, sums, sOff + i).add(toDoubles(x, xOff + i).mul(toDoubles(y, i)))
+                    .intoArray(sums, sOff + i);
+        }
+        for (; i < n; i++) {
+            sums[sOff + i] += (double) x[xOff + i] * y[i];
+        }
+    }
+
+    private static DoubleVector toDoubles(float[] x, int offset) {
+        return (DoubleVector) FloatVector.fromArray(HALF_FLOATS, x, offset)
+                .convertShape(VectorOperators.F2D, DOUBLES, 0);
     }
 
     /** {@code out[dd] = in(p, d0 + dd)} for {@code dd < size}: x, or the initial state (or 0) before the start. */
