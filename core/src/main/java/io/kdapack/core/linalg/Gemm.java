@@ -29,7 +29,8 @@ public final class Gemm {
      */
     static final int MR = LANES >= 16 ? 8 : 4;
     /** A vector of {@link #MR} floats: a k step of a packed panel of A. */
-    private static final VectorSpecies<Float> TILE_ROWS = VectorSpecies.of(float.class, VectorShape.forBitSize(MR * 32));
+    private static final VectorSpecies<Float> TILE_ROWS =
+            VectorSpecies.of(float.class, VectorShape.forBitSize(MR * 32));
     /** Columns of the register tile: two vectors. */
     private static final int NR = 2 * LANES;
     /**
@@ -114,7 +115,7 @@ public final class Gemm {
         float[] packedB = PACKED_B.take(op.packedBSize());
         try {
             pool.submit(() -> {
-                IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, packedB));
+                packInParallel(op, packedB);
                 multiplyInTasks(workers, op, packedB);
             }).join();
         } finally {
@@ -175,8 +176,7 @@ public final class Gemm {
         checkMatrix("b", b, bOffset, ldb, transB ? n : k, transB ? k : n);
         Operands op = new Operands(false, transB, 0, n, k, 1f, null, 0, 0, b, bOffset, ldb, 0f, null, 0, 0);
         float[] panels = PACKED_B.take(op.packedBSize());
-        pool.submit(() -> IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, panels)))
-                .join();
+        pool.submit(() -> packInParallel(op, panels)).join();
         return new PackedB(n, k, panels);
     }
 
@@ -207,6 +207,11 @@ public final class Gemm {
         } else {
             pool.submit(() -> multiplyInTasks(pool.getParallelism(), op, panels)).join();
         }
+    }
+
+    /** All of {@code op}'s B packed into {@code dst}, its units spread over the pool the call runs in. */
+    private static void packInParallel(Operands op, float[] dst) {
+        IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, dst));
     }
 
     /** {@link Operands#multiply} of the whole of C as about four tasks a worker, in the pool it runs in. */

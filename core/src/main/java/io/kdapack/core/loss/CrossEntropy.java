@@ -122,8 +122,8 @@ public final class CrossEntropy {
 
     /**
      * {@link #forward(float[], int[], int, int, int, Result)} and {@link #backward(float[], int[], int, double[],
-     * double[], float[], int, int)} of tokens {@code [from, to)} at once: each row's gradient is written right after its
-     * loss, while the row is still in cache, and its maximum is found once. The same bits as the two calls.
+     * double[], float[], int, int)} of tokens {@code [from, to)} at once: each row's gradient is written right after
+     * its loss, while the row is still in cache, and its maximum is found once. The same bits as the two calls.
      */
     public static void forwardBackward(float[] logits, int[] labels, int vocab, double[] tokenWeights, Result out,
                                        float[] gradLogits, int from, int to) {
@@ -156,8 +156,8 @@ public final class CrossEntropy {
     }
 
     /**
-     * One row's gradient {@code weight · (softmax − onehot(target))} from its maximum and log-sum-exp, into the same row
-     * of {@code gradLogits} (which may be the logits themselves).
+     * One row's gradient {@code weight · (softmax − onehot(target))} from its maximum and log-sum-exp, into the same
+     * row of {@code gradLogits} (which may be the logits themselves).
      */
     private static void gradientRow(float[] logits, int row, int vocab, int target, float max, double lse,
                                     double weight, float[] gradLogits) {

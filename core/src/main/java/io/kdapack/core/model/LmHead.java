@@ -83,14 +83,11 @@ final class LmHead {
                 int[] blockLabels = Arrays.copyOfRange(labels, t0, t0 + rows);
                 CrossEntropy.Result ce = new CrossEntropy.Result(new double[rows], new double[rows]);
                 Gemm.parallelSgemm(pool, false, rows, 1f, h, t0 * hidden, hidden, wt, 0f, block, 0, vocab);
-                double[] weights = new double[rows];
-                for (int r = 0; r < rows; r++) {
-                    weights[r] = backward ? mask[t0 + r] * lossWeight : 0;
-                }
                 // With the backward, each row's gradient is written over its logits right after its loss.
+                double[] weights = backward ? tokenWeights(mask, t0, rows, lossWeight) : null;
                 try {
                     Parallel.forBlocks(rows, LOSS_GRAIN, (from, to) -> {
-                        if (backward) {
+                        if (weights != null) {
                             CrossEntropy.forwardBackward(block, blockLabels, vocab, weights, ce, block, from, to);
                         } else {
                             CrossEntropy.forward(block, blockLabels, vocab, from, to, ce);
@@ -113,5 +110,14 @@ final class LmHead {
             perToken[t] = mask[t] != 0f ? loss[t] : 0.0;
         }
         return new TokenLoss(perToken, LossReport.of(loss, mask), dh);
+    }
+
+    /** {@code mask[t0 + r] · lossWeight} for the {@code rows} tokens of a block. */
+    private static double[] tokenWeights(float[] mask, int t0, int rows, double lossWeight) {
+        double[] weights = new double[rows];
+        for (int r = 0; r < rows; r++) {
+            weights[r] = mask[t0 + r] * lossWeight;
+        }
+        return weights;
     }
 }
