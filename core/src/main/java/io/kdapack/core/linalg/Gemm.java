@@ -43,6 +43,13 @@ public final class Gemm {
     static final int MC = 96;
     /** Columns of a block of packed B ({@code KC × NC} floats, 1 MiB: the L2 of a current core). */
     static final int NC = 1024;
+    /**
+     * Multiply-adds per element read below which a parallel task of a long product is bound by its reads
+     * ({@link Split#of}).
+     */
+    static final int STREAMING_INTENSITY = 96;
+    /** Column panels of B a unit of B packing: untransposed, a k step of them is one contiguous run of B. */
+    private static final int PACK_PANELS = 8;
     /** Below this many multiply-adds the packing costs more than it saves. */
     private static final long SMALL = 8 * 1024;
 
@@ -214,57 +221,99 @@ public final class Gemm {
         IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, dst));
     }
 
-    /** {@link Operands#multiply} of the whole of C as about four tasks a worker, in the pool it runs in. */
+    /** {@link Operands#multiply} of the whole of C as the tasks of {@link Split#of}, in the pool it runs in. */
     private static void multiplyInTasks(int workers, Operands op, float[] packedB) {
         int m = op.m();
         int n = op.n();
-        int tasks = workers * 4;
-        int rowBlocks = rowBlocks(m, n, tasks, op.panels());
-        int rowsPerBlock = ((m + rowBlocks - 1) / rowBlocks + MR - 1) / MR * MR;
-        int rowCount = (m + rowsPerBlock - 1) / rowsPerBlock;
-        int colBlocks = Math.min(op.panels(), (tasks + rowCount - 1) / rowCount);
-        int colsPerBlock = (op.panels() + colBlocks - 1) / colBlocks * NR;
-        int colCount = (n + colsPerBlock - 1) / colsPerBlock;
-        IntStream.range(0, rowCount * colCount).parallel().forEach(task -> {
-            int from = task / colCount * rowsPerBlock;
-            int to = Math.min(m, from + rowsPerBlock);
-            int colFrom = task % colCount * colsPerBlock;
-            int colTo = Math.min(n, colFrom + colsPerBlock);
+        Split split = Split.of(m, n, op.k(), workers, op.panels());
+        int colCount = (n + split.colsPerBlock() - 1) / split.colsPerBlock();
+        int tasks = (m + split.rowsPerBlock() - 1) / split.rowsPerBlock() * colCount;
+        IntStream.range(0, tasks).parallel().forEach(task -> {
+            int from = task / colCount * split.rowsPerBlock();
+            int to = Math.min(m, from + split.rowsPerBlock());
+            int colFrom = task % colCount * split.colsPerBlock();
+            int colTo = Math.min(n, colFrom + split.colsPerBlock());
             op.multiply(from, to, colFrom, colTo, packedB);
         });
     }
 
     /**
-     * Row blocks of a parallel product of about {@code tasks} tasks, the rest of the split going over the columns.
-     * About 4 tasks a worker: row blocks of at least 4·MR rows where m allows, so that a product with few rows (a
-     * weight gradient) does not have every task stream all of B. Splitting the rows first packs each block of A once (a
-     * column split packs it once per column block): against row blocks of at least MC rows, 512³ on two threads 6–9 %
-     * faster, weight gradients of 64–256 rows 28–37 % (in turns).
-     *
-     * <p>A split reads B once per row block and A once per column block: {@code rowBlocks·n + colBlocks·m} (times k).
-     * Where fewer row blocks at least halve that, the fewest reads win: a B far larger than A, as in the LM head's
-     * logits ({@code 256 × 32 000 × 256}: one row block, 14 % faster on two threads, in turns), where every row block
-     * streamed all of the packed B from memory.
+     * How a parallel product cuts C into tasks: blocks of {@code rowsPerBlock} rows (a multiple of {@link #MR}) by
+     * {@code colsPerBlock} columns (a multiple of {@link #NR}).
      */
-    private static int rowBlocks(int m, int n, int tasks, int panels) {
-        int rows = Math.max(1, Math.min(tasks, m / (4 * MR)));
-        double rowsFirst = reads(rows, m, n, tasks, panels);
-        int best = rows;
-        double fewest = rowsFirst;
-        for (int r = 1; r < rows; r++) {
-            double read = reads(r, m, n, tasks, panels);
-            if (2 * read <= rowsFirst && read < fewest) {
-                best = r;
-                fewest = read;
-            }
-        }
-        return best;
-    }
+    record Split(int rowsPerBlock, int colsPerBlock) {
 
-    /** What a split into {@code rowBlocks} row blocks reads of A and B, in units of k (see {@link #rowBlocks}). */
-    private static double reads(int rowBlocks, int m, int n, int tasks, int panels) {
-        int colBlocks = Math.min(panels, (tasks + rowBlocks - 1) / rowBlocks);
-        return (double) rowBlocks * n + (double) colBlocks * m;
+        /**
+         * About four tasks a worker, row blocks first: row blocks of at least 4·MR rows where m allows, so that a
+         * product with few rows (a weight gradient) does not have every task stream all of B. Splitting the rows first
+         * packs each block of A once (a column split packs it once per column block): against row blocks of at least
+         * MC rows, 512³ on two threads 6–9 % faster, weight gradients of 64–256 rows 28–37 % (in turns).
+         *
+         * <p>A split reads B once per row block and A once per column block: {@code rowBlocks·n + colBlocks·m} (times
+         * k). Where fewer row blocks at least halve that, the fewest reads win: a B far larger than A, as in the LM
+         * head's logits ({@code 256 × 32 000 × 256}: one row block, 14 % faster on two threads, in turns), where every
+         * row block streamed all of the packed B from memory.
+         *
+         * <p>A long product of a small C (k of at least {@code 4·KC}, and tasks whose {@code rows·cols / (rows +
+         * cols)}, the multiply-adds per element read, is under {@link #STREAMING_INTENSITY}) is bound by what its
+         * tasks stream rather than by their sums: the weight gradients ({@code 256 × 256 × 4096}) and the LM head's
+         * {@code dh} ({@code 256 × 256 × 32 000}). There each worker gets two tasks, split where they read the least,
+         * A counted twice since each task packs its own (B is packed once for all): {@code 256 × 256 × 4096} in 2 × 2
+         * blocks rather than 8 × 1 is 1.23× faster on two threads, {@code 64 × 256 × 4096} 1.11–1.16×, {@code 704 ×
+         * 256 × 4096} and {@code 256 × 704 × 4096} 1.04–1.09× (in turns).
+         */
+        static Split of(int m, int n, int k, int workers, int panels) {
+            int tasks = workers * 4;
+            Split split = of(m, rowBlocks(m, n, tasks, panels), tasks, panels);
+            int rows = split.rowsPerBlock();
+            int cols = split.colsPerBlock();
+            if (k < 4 * KC || (long) rows * cols >= (long) STREAMING_INTENSITY * (rows + cols)) {
+                return split;
+            }
+            tasks = workers * 2;
+            int best = 1;
+            double fewest = Double.MAX_VALUE;
+            for (int r = 1; r <= Math.min(tasks, (m + MR - 1) / MR); r++) {
+                double read = reads(r, m, n, tasks, panels, 2);
+                if (read < fewest) {
+                    best = r;
+                    fewest = read;
+                }
+            }
+            return of(m, best, tasks, panels);
+        }
+
+        private static Split of(int m, int rowBlocks, int tasks, int panels) {
+            int rowsPerBlock = ((m + rowBlocks - 1) / rowBlocks + MR - 1) / MR * MR;
+            int rowCount = (m + rowsPerBlock - 1) / rowsPerBlock;
+            int colBlocks = Math.min(panels, (tasks + rowCount - 1) / rowCount);
+            return new Split(rowsPerBlock, (panels + colBlocks - 1) / colBlocks * NR);
+        }
+
+        /** Row blocks of about {@code tasks} tasks, the rest of the split going over the columns (see {@link #of}). */
+        private static int rowBlocks(int m, int n, int tasks, int panels) {
+            int rows = Math.max(1, Math.min(tasks, m / (4 * MR)));
+            double rowsFirst = reads(rows, m, n, tasks, panels, 1);
+            int best = rows;
+            double fewest = rowsFirst;
+            for (int r = 1; r < rows; r++) {
+                double read = reads(r, m, n, tasks, panels, 1);
+                if (2 * read <= rowsFirst && read < fewest) {
+                    best = r;
+                    fewest = read;
+                }
+            }
+            return best;
+        }
+
+        /**
+         * What a split into {@code rowBlocks} row blocks reads of A and B, in units of k, each read of A counted
+         * {@code aWeight} times.
+         */
+        private static double reads(int rowBlocks, int m, int n, int tasks, int panels, int aWeight) {
+            int colBlocks = Math.min(panels, (tasks + rowBlocks - 1) / rowBlocks);
+            return (double) rowBlocks * n + (double) aWeight * colBlocks * m;
+        }
     }
 
     /**
@@ -283,38 +332,52 @@ public final class Gemm {
             return panels() * NR * k;
         }
 
-        /** Units of B packing: one column panel of one k block each. */
+        /** Units of B packing: {@link #PACK_PANELS} column panels of one k block each. */
         int packUnits() {
-            return (k + KC - 1) / KC * panels();
+            return (k + KC - 1) / KC * ((panels() + PACK_PANELS - 1) / PACK_PANELS);
         }
 
         void packB(int unit, float[] dst) {
-            int pc = unit / panels() * KC;
-            int jr = unit % panels() * NR;
+            int groups = (panels() + PACK_PANELS - 1) / PACK_PANELS;
+            int pc = unit / groups * KC;
             int kc = Math.min(KC, k - pc);
-            int base = pc * panels() * NR + jr * kc;
-            int cols = Math.min(NR, n - jr);
-            if (transB) {
-                for (int j = 0; j < cols; j++) {
-                    int src = bOffset + (jr + j) * ldb + pc;
-                    for (int p = 0; p < kc; p++) {
-                        dst[base + p * NR + j] = b[src + p];
+            int firstPanel = unit % groups * PACK_PANELS;
+            int endPanel = Math.min(panels(), firstPanel + PACK_PANELS);
+            int kBlock = pc * panels() * NR;
+            if (!transB) {
+                // Row by row of B across the group's full panels: one contiguous run of B a k step.
+                int fullEnd = Math.min(endPanel, n / NR);
+                for (int p = 0; p < kc; p++) {
+                    int src = bOffset + (pc + p) * ldb;
+                    for (int panel = firstPanel; panel < fullEnd; panel++) {
+                        int jr = panel * NR;
+                        int at = kBlock + jr * kc + p * NR;
+                        FloatVector.fromArray(SPECIES, b, src + jr).intoArray(dst, at);
+                        FloatVector.fromArray(SPECIES, b, src + jr + LANES).intoArray(dst, at + LANES);
                     }
                 }
-            } else if (cols == NR) {
-                for (int p = 0; p < kc; p++) {
-                    int src = bOffset + (pc + p) * ldb + jr;
-                    FloatVector.fromArray(SPECIES, b, src).intoArray(dst, base + p * NR);
-                    FloatVector.fromArray(SPECIES, b, src + LANES).intoArray(dst, base + p * NR + LANES);
-                }
-            } else {
-                for (int p = 0; p < kc; p++) {
-                    System.arraycopy(b, bOffset + (pc + p) * ldb + jr, dst, base + p * NR, cols);
-                }
+                firstPanel = Math.max(firstPanel, fullEnd);
             }
-            if (cols < NR) {
-                for (int p = 0; p < kc; p++) {
-                    java.util.Arrays.fill(dst, base + p * NR + cols, base + (p + 1) * NR, 0f);
+            for (int panel = firstPanel; panel < endPanel; panel++) {
+                int jr = panel * NR;
+                int base = kBlock + jr * kc;
+                int cols = Math.min(NR, n - jr);
+                if (transB) {
+                    for (int j = 0; j < cols; j++) {
+                        int src = bOffset + (jr + j) * ldb + pc;
+                        for (int p = 0; p < kc; p++) {
+                            dst[base + p * NR + j] = b[src + p];
+                        }
+                    }
+                } else {
+                    for (int p = 0; p < kc; p++) {
+                        System.arraycopy(b, bOffset + (pc + p) * ldb + jr, dst, base + p * NR, cols);
+                    }
+                }
+                if (cols < NR) {
+                    for (int p = 0; p < kc; p++) {
+                        java.util.Arrays.fill(dst, base + p * NR + cols, base + (p + 1) * NR, 0f);
+                    }
                 }
             }
         }

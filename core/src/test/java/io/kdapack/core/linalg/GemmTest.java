@@ -142,6 +142,41 @@ class GemmTest {
         }
     }
 
+    /**
+     * A long product of a small C (a weight gradient) is split into fewer, squarer tasks than the rows-first split
+     * (see {@link Gemm.Split#of}); results stay bitwise those of one thread for every thread count and transpose.
+     */
+    @Test
+    void longProductsOfASmallCSplitSquarerAndKeepTheirBits() {
+        int nr = Gemm.nr();
+        Gemm.Split weightGradient = Gemm.Split.of(256, 256, 4096, 2, 256 / nr);
+        assertEquals(new Gemm.Split(128, 128), weightGradient, "256 x 256 x 4096 on two workers: 2 x 2 blocks");
+        Gemm.Split shortProduct = Gemm.Split.of(256, 256, 512, 2, 256 / nr);
+        assertEquals(256 / 8, shortProduct.rowsPerBlock(), "k 512: rows first, 8 row blocks");
+        Random random = new Random(19);
+        int[][] shapes = {{256, 256, 4096}, {97, 70, 1100}, {64, 256, 1024}};
+        for (int[] s : shapes) {
+            int m = s[0], n = s[1], k = s[2];
+            for (int variant = 0; variant < 4; variant++) {
+                boolean ta = (variant & 1) != 0;
+                boolean tb = (variant & 2) != 0;
+                int lda = ta ? m : k, ldb = tb ? k : n;
+                float[] a = random(random, m * k);
+                float[] b = random(random, k * n);
+                float[] single = new float[m * n];
+                Gemm.sgemm(ta, tb, m, n, k, 1f, a, 0, lda, b, 0, ldb, 0f, single, 0, n);
+                for (int threads : new int[] {2, 3, 5}) {
+                    ForkJoinPool pool = new ForkJoinPool(threads);
+                    float[] parallel = new float[m * n];
+                    Gemm.parallelSgemm(pool, ta, tb, m, n, k, 1f, a, 0, lda, b, 0, ldb, 0f, parallel, 0, n);
+                    pool.shutdown();
+                    assertArrayEquals(single, parallel,
+                            "m=" + m + " n=" + n + " k=" + k + " ta=" + ta + " tb=" + tb + " threads=" + threads);
+                }
+            }
+        }
+    }
+
     /** The parallel path packs B once and shares it: transposes, offsets, beta and edge tiles must not matter. */
     @Test
     void parallelMatchesSingleThreadedBitwiseForEveryTransposeWithOffsetsAndBeta() {
