@@ -1,6 +1,7 @@
 package io.kdapack.core.linalg;
 
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinTask;
 import java.util.stream.IntStream;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorShape;
@@ -121,10 +122,10 @@ public final class Gemm {
                 ldc);
         float[] packedB = PACKED_B.take(op.packedBSize());
         try {
-            pool.submit(() -> {
+            runIn(pool, () -> {
                 packInParallel(op, packedB);
                 multiplyInTasks(workers, op, packedB);
-            }).join();
+            });
         } finally {
             PACKED_B.give(packedB);
         }
@@ -183,7 +184,7 @@ public final class Gemm {
         checkMatrix("b", b, bOffset, ldb, transB ? n : k, transB ? k : n);
         Operands op = new Operands(false, transB, 0, n, k, 1f, null, 0, 0, b, bOffset, ldb, 0f, null, 0, 0);
         float[] panels = PACKED_B.take(op.packedBSize());
-        pool.submit(() -> packInParallel(op, panels)).join();
+        runIn(pool, () -> packInParallel(op, panels));
         return new PackedB(n, k, panels);
     }
 
@@ -212,7 +213,21 @@ public final class Gemm {
         if (pool.getParallelism() <= 1 || (long) m * n * k < 64L * 64 * 64) {
             op.multiply(0, m, 0, n, panels);
         } else {
-            pool.submit(() -> multiplyInTasks(pool.getParallelism(), op, panels)).join();
+            runIn(pool, () -> multiplyInTasks(pool.getParallelism(), op, panels));
+        }
+    }
+
+    /**
+     * Runs {@code body}, whose parallel streams then run in {@code pool}: directly where the calling thread is one of
+     * the pool's workers (a layer's product inside the model's step), else as a task of the pool, joined. A worker
+     * that submitted a task and joined it could find it stolen and block, and the pool would then start a spare
+     * worker to keep its parallelism: three threads on two cores (seen in profiles of the model's step).
+     */
+    private static void runIn(ForkJoinPool pool, Runnable body) {
+        if (ForkJoinTask.getPool() == pool) {
+            body.run();
+        } else {
+            pool.submit(body).join();
         }
     }
 
