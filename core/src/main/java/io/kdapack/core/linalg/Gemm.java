@@ -274,7 +274,7 @@ public final class Gemm {
          * tasks stream rather than by their sums: the weight gradients ({@code 256 × 256 × 4096}) and the LM head's
          * {@code dh} ({@code 256 × 256 × 32 000}). There each worker gets two tasks, split where they read the least,
          * A counted twice since each task packs its own (B is packed once for all): {@code 256 × 256 × 4096} in 2 × 2
-         * blocks rather than 8 × 1 is 1.23× faster on two threads, {@code 64 × 256 × 4096} 1.11–1.16×, {@code 704 ×
+         * blocks rather than 8 × 1 is 1.22× faster on two threads, {@code 64 × 256 × 4096} 1.10–1.16×, {@code 704 ×
          * 256 × 4096} and {@code 256 × 704 × 4096} 1.04–1.09× (in turns).
          */
         static Split of(int m, int n, int k, int workers, int panels) {
