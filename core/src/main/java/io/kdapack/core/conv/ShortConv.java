@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.stream.IntStream;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -245,7 +244,7 @@ public final class ShortConv {
     private static void addInDouble(int n, float[] x, int xOff, double[] sums) {
         int i = 0;
         for (int bound = HALF_FLOATS.loopBound(n); i < bound; i += DOUBLE_LANES) {
-            DoubleVector.fromArray(DOUBLES, sums, i).add(toDoubles(x, xOff + i)).intoArray(sums, i);
+            DoubleVector.fromArray(DOUBLES, sums, i).add(VectorWidth.toDoubles(x, xOff + i)).intoArray(sums, i);
         }
         for (; i < n; i++) {
             sums[i] += x[xOff + i];
@@ -256,17 +255,12 @@ public final class ShortConv {
     private static void addProductsInDouble(int n, float[] x, int xOff, float[] y, double[] sums, int sOff) {
         int i = 0;
         for (int bound = HALF_FLOATS.loopBound(n); i < bound; i += DOUBLE_LANES) {
-            DoubleVector.fromArray(DOUBLES, sums, sOff + i).add(toDoubles(x, xOff + i).mul(toDoubles(y, i)))
-                    .intoArray(sums, sOff + i);
+            DoubleVector product = VectorWidth.toDoubles(x, xOff + i).mul(VectorWidth.toDoubles(y, i));
+            DoubleVector.fromArray(DOUBLES, sums, sOff + i).add(product).intoArray(sums, sOff + i);
         }
         for (; i < n; i++) {
             sums[sOff + i] += (double) x[xOff + i] * y[i];
         }
-    }
-
-    private static DoubleVector toDoubles(float[] x, int offset) {
-        return (DoubleVector) FloatVector.fromArray(HALF_FLOATS, x, offset)
-                .convertShape(VectorOperators.F2D, DOUBLES, 0);
     }
 
     /** {@code out[dd] = in(p, d0 + dd)} for {@code dd < size}: x, or the initial state (or 0) before the start. */

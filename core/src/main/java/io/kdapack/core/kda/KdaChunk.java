@@ -421,10 +421,8 @@ public final class KdaChunk {
                 for (int r = docs.end[j] - 1; r >= docs.start[j]; r--) {
                     int at = r * kd + i;
                     int out = (row0 + r) * kd + i;
-                    sum0 = sum0.add(FloatVector.fromArray(HALF_FLOATS, dGamma, at)
-                            .convertShape(VectorOperators.F2D, DOUBLES, 0));
-                    sum1 = sum1.add(FloatVector.fromArray(HALF_FLOATS, dGamma, at + DOUBLE_LANES)
-                            .convertShape(VectorOperators.F2D, DOUBLES, 0));
+                    sum0 = sum0.add(VectorWidth.toDoubles(dGamma, at));
+                    sum1 = sum1.add(VectorWidth.toDoubles(dGamma, at + DOUBLE_LANES));
                     ((FloatVector) sum0.convertShape(VectorOperators.D2F, HALF_FLOATS, 0)).intoArray(dgOut, out);
                     ((FloatVector) sum1.convertShape(VectorOperators.D2F, HALF_FLOATS, 0))
                             .intoArray(dgOut, out + DOUBLE_LANES);

@@ -240,7 +240,7 @@ public final class Gemm {
     private static void multiplyInTasks(int workers, Operands op, float[] packedB) {
         int m = op.m();
         int n = op.n();
-        Split split = Split.of(m, n, op.k(), workers, op.panels());
+        Split split = Split.of(m, n, op.k(), workers);
         int colCount = (n + split.colsPerBlock() - 1) / split.colsPerBlock();
         int tasks = (m + split.rowsPerBlock() - 1) / split.rowsPerBlock() * colCount;
         IntStream.range(0, tasks).parallel().forEach(task -> {
@@ -277,9 +277,10 @@ public final class Gemm {
          * blocks rather than 8 × 1 is 1.22× faster on two threads, {@code 64 × 256 × 4096} 1.10–1.16×, {@code 704 ×
          * 256 × 4096} and {@code 256 × 704 × 4096} 1.04–1.09× (in turns).
          */
-        static Split of(int m, int n, int k, int workers, int panels) {
+        static Split of(int m, int n, int k, int workers) {
+            int panels = (n + NR - 1) / NR;
             int tasks = workers * 4;
-            Split split = of(m, rowBlocks(m, n, tasks, panels), tasks, panels);
+            Split split = withRowBlocks(m, rowBlocks(m, n, tasks, panels), tasks, panels);
             int rows = split.rowsPerBlock();
             int cols = split.colsPerBlock();
             if (k < 4 * KC || (long) rows * cols >= (long) STREAMING_INTENSITY * (rows + cols)) {
@@ -295,10 +296,11 @@ public final class Gemm {
                     fewest = read;
                 }
             }
-            return of(m, best, tasks, panels);
+            return withRowBlocks(m, best, tasks, panels);
         }
 
-        private static Split of(int m, int rowBlocks, int tasks, int panels) {
+        /** {@code rowBlocks} blocks of rows, and the columns cut so that there are about {@code tasks} blocks. */
+        private static Split withRowBlocks(int m, int rowBlocks, int tasks, int panels) {
             int rowsPerBlock = ((m + rowBlocks - 1) / rowBlocks + MR - 1) / MR * MR;
             int rowCount = (m + rowsPerBlock - 1) / rowsPerBlock;
             int colBlocks = Math.min(panels, (tasks + rowCount - 1) / rowCount);

@@ -1,6 +1,8 @@
 package io.kdapack.core.linalg;
 
+import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
@@ -56,6 +58,12 @@ public final class VectorWidth {
         System.getLogger(VectorWidth.class.getName()).log(System.Logger.Level.INFO, "the CPU''s preferred vector holds "
                 + "{0} floats; the kernels use {1} (their fixed-order sums need 4 to {2})", lanes, chosen.length(), PARTIALS);
         return chosen;
+    }
+
+    /** The {@link #DOUBLES}-many floats from {@code x[offset]}, each converted exactly to a double. */
+    public static DoubleVector toDoubles(float[] x, int offset) {
+        return (DoubleVector) FloatVector.fromArray(HALF_FLOATS, x, offset)
+                .convertShape(VectorOperators.F2D, DOUBLES, 0);
     }
 
     /**

@@ -6,7 +6,6 @@ import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -29,11 +28,7 @@ import jdk.incubator.vector.VectorSpecies;
  */
 public final class CrossEntropy {
     private static final VectorSpecies<Float> FLOATS = VectorWidth.SPECIES;
-    /** Doubles as wide as the float vector (2 to 8 lanes); a float vector of half that width converts into one. */
-    private static final VectorSpecies<Double> DOUBLES = VectorSpecies.of(double.class,
-            VectorShape.forBitSize(FLOATS.vectorBitSize()));
-    private static final VectorSpecies<Float> HALF_FLOATS = VectorSpecies.of(float.class,
-            VectorShape.forBitSize(FLOATS.vectorBitSize() / 2));
+    private static final VectorSpecies<Double> DOUBLES = VectorWidth.DOUBLES;
     private static final int DOUBLE_LANES = DOUBLES.length();
     private static final int PARTIALS = 16;
     /** Below it {@link #exp(double)} returns {@code exp(−708)} (≈ 3e-308, still normal) rather than a smaller value. */
@@ -202,8 +197,7 @@ public final class CrossEntropy {
         for (int a = 0; a < accumulators; a++) {
             DoubleVector acc = DoubleVector.zero(DOUBLES);
             for (int v = a * DOUBLE_LANES; v < whole; v += PARTIALS) {
-                DoubleVector x = (DoubleVector) FloatVector.fromArray(HALF_FLOATS, logits, row + v)
-                        .convertShape(VectorOperators.F2D, DOUBLES, 0);
+                DoubleVector x = VectorWidth.toDoubles(logits, row + v);
                 acc = acc.add(exp(x.sub(max)));
             }
             acc.intoArray(partials, a * DOUBLE_LANES);

@@ -148,10 +148,9 @@ class GemmTest {
      */
     @Test
     void longProductsOfASmallCSplitSquarerAndKeepTheirBits() {
-        int nr = Gemm.nr();
-        Gemm.Split weightGradient = Gemm.Split.of(256, 256, 4096, 2, 256 / nr);
+        Gemm.Split weightGradient = Gemm.Split.of(256, 256, 4096, 2);
         assertEquals(new Gemm.Split(128, 128), weightGradient, "256 x 256 x 4096 on two workers: 2 x 2 blocks");
-        Gemm.Split shortProduct = Gemm.Split.of(256, 256, 512, 2, 256 / nr);
+        Gemm.Split shortProduct = Gemm.Split.of(256, 256, 512, 2);
         assertEquals(256 / 8, shortProduct.rowsPerBlock(), "k 512: rows first, 8 row blocks");
         Random random = new Random(19);
         int[][] shapes = {{256, 256, 4096}, {97, 70, 1100}, {64, 256, 1024}};
