@@ -168,19 +168,73 @@ final class ChunkMath {
      */
     static final float EXP_CUTOFF = -64f;
 
-    /** What a product may skip: the zeros of a triangular operand, or the unwanted half of the result. */
-    enum Structure {
+    /**
+     * What a product may skip: the zeros of a triangular operand, or the unwanted half of the result. A triangular A
+     * may also be block diagonal by document ({@link #lowerA(int[])}, {@link #upperA(int[])}): a register tile of rows
+     * then sums only over the depths of its rows' documents. Skipped terms are stored zeros of A: leading ones leave
+     * an accumulator of +0 as it is, trailing ones could only turn a sum of −0 into +0.
+     */
+    static final class Structure {
         /** Dense: nothing skipped. */
-        FULL,
+        static final Structure FULL = new Structure(Kind.FULL, null);
         /** {@code op(A)} is lower triangular (zeros stored above its diagonal): row i sums over depth 0 … i. */
-        LOWER_A,
+        static final Structure LOWER_A = new Structure(Kind.LOWER_A, null);
         /** {@code op(A)} is upper triangular (zeros stored below its diagonal): row i sums over depth i … k−1. */
-        UPPER_A,
+        static final Structure UPPER_A = new Structure(Kind.UPPER_A, null);
         /**
          * Only C's lower triangle ({@code j ≤ i}) is wanted: register tiles wholly above the diagonal are not
          * computed, so entries above the diagonal hold either products or old values, for the caller to ignore.
          */
-        LOWER_C
+        static final Structure LOWER_C = new Structure(Kind.LOWER_C, null);
+
+        private enum Kind { FULL, LOWER_A, UPPER_A, LOWER_C }
+
+        private final Kind kind;
+        /** {@link #lowerA}'s first depth of each row, {@link #upperA}'s end; null for the whole triangle. */
+        private final int[] bounds;
+
+        private Structure(Kind kind, int[] bounds) {
+            this.kind = kind;
+            this.bounds = bounds;
+        }
+
+        /**
+         * {@code op(A)} lower triangular and zero left of {@code rowStart[i]} in row i (non-decreasing: the first row
+         * of each row's document): row i sums over depth {@code rowStart[i] … i}. Reads the array at each product.
+         */
+        static Structure lowerA(int[] rowStart) {
+            return new Structure(Kind.LOWER_A, rowStart);
+        }
+
+        /**
+         * {@code op(A)} upper triangular and zero from {@code rowEnd[i]} on in row i (non-decreasing: one past the last
+         * row of each row's document): row i sums over depth {@code i … rowEnd[i]−1}. Reads the array at each product.
+         */
+        static Structure upperA(int[] rowEnd) {
+            return new Structure(Kind.UPPER_A, rowEnd);
+        }
+
+        /** The first depth index a tile of rows from {@code row} needs. */
+        int depthFrom(int row) {
+            return switch (kind) {
+                case UPPER_A -> row;
+                case LOWER_A -> bounds == null ? 0 : bounds[row];
+                default -> 0;
+            };
+        }
+
+        /** One past the last depth index a tile of rows before {@code rowEnd} needs. */
+        int depthTo(int rowEnd, int k) {
+            return switch (kind) {
+                case LOWER_A -> Math.min(k, rowEnd);
+                case UPPER_A -> bounds == null ? k : Math.min(k, bounds[rowEnd - 1]);
+                default -> k;
+            };
+        }
+
+        boolean lowerC() {
+            return kind == Kind.LOWER_C;
+        }
     }
 
     /**
@@ -271,10 +325,10 @@ final class ChunkMath {
                                    int aOff, int rowStep, int depthStep, float[] panel, int panelOff, float beta,
                                    float[] c, int cOff, int ldc) {
         boolean wide = width != STRIPE;
-        int i = structure == Structure.LOWER_C ? firstRowReaching(j, m) : 0;
+        int i = structure.lowerC() ? firstRowReaching(j, m) : 0;
         for (; i + 6 <= m; i += 6) {
-            int from = depthFrom(structure, i);
-            int to = depthTo(structure, i + 6, k);
+            int from = structure.depthFrom(i);
+            int to = structure.depthTo(i + 6, k);
             int at = cOff + i * ldc + j;
             if (wide) {
                 tile6x4(from, to, alpha, a, aOff + i * rowStep, rowStep, depthStep, panel, panelOff, beta, c, at, ldc);
@@ -288,8 +342,8 @@ final class ChunkMath {
         int rest = m - i;
         int tileRows = rest >= 4 ? 4 : rest;
         if (tileRows >= 2) {
-            int from = depthFrom(structure, i);
-            int to = depthTo(structure, i + tileRows, k);
+            int from = structure.depthFrom(i);
+            int to = structure.depthTo(i + tileRows, k);
             int at = cOff + i * ldc + j;
             int ai = aOff + i * rowStep;
             if (!wide) {
@@ -310,7 +364,7 @@ final class ChunkMath {
             i += tileRows;
         }
         for (; i < m; i++) {
-            row(depthFrom(structure, i), depthTo(structure, i + 1, k), width, alpha, a, aOff + i * rowStep, depthStep,
+            row(structure.depthFrom(i), structure.depthTo(i + 1, k), width, alpha, a, aOff + i * rowStep, depthStep,
                     panel, panelOff, beta, c, cOff + i * ldc + j);
         }
     }
@@ -347,12 +401,12 @@ final class ChunkMath {
     private static void restColumns(Structure structure, int m, int k, int j0, int n, float alpha, float[] a, int aOff,
                                     int rowStep, int depthStep, float[] b, int bOff, int ldb, float beta, float[] c,
                                     int cOff, int ldc) {
-        boolean lowerC = structure == Structure.LOWER_C;
+        boolean lowerC = structure.lowerC();
         int j = j0;
         for (; j + LANES <= n; j += LANES) {
             for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 FloatVector acc = FloatVector.zero(SPECIES);
-                for (int p = depthFrom(structure, tileStart(i, m)), end = depthTo(structure, tileEnd(i, m), k); p < end;
+                for (int p = structure.depthFrom(tileStart(i, m)), end = structure.depthTo(tileEnd(i, m), k); p < end;
                      p++) {
                     FloatVector av = FloatVector.broadcast(SPECIES, a[aOff + i * rowStep + p * depthStep]);
                     acc = FloatVector.fromArray(SPECIES, b, bOff + p * ldb + j).fma(av, acc);
@@ -368,7 +422,7 @@ final class ChunkMath {
         for (; j < n; j++) {
             for (int i = lowerC ? firstRowReaching(j, m) : 0; i < m; i++) {
                 float acc = 0f;
-                for (int p = depthFrom(structure, tileStart(i, m)), end = depthTo(structure, tileEnd(i, m), k); p < end;
+                for (int p = structure.depthFrom(tileStart(i, m)), end = structure.depthTo(tileEnd(i, m), k); p < end;
                      p++) {
                     acc = Math.fma(a[aOff + i * rowStep + p * depthStep], b[bOff + p * ldb + j], acc);
                 }
@@ -550,16 +604,6 @@ final class ChunkMath {
     static void matmul(boolean transA, int m, int n, int k, float alpha, float[] a, int aOff, int lda, float[] b,
                        int bOff, int ldb, float beta, float[] c, int cOff, int ldc) {
         matmul(Structure.FULL, transA, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
-    }
-
-    /** The first depth index a row starting at {@code row} needs (upper triangular A starts at its diagonal). */
-    private static int depthFrom(Structure structure, int row) {
-        return structure == Structure.UPPER_A ? row : 0;
-    }
-
-    /** One past the last depth index rows before {@code rowEnd} need (lower triangular A ends at the diagonal). */
-    private static int depthTo(Structure structure, int rowEnd, int k) {
-        return structure == Structure.LOWER_A ? Math.min(k, rowEnd) : k;
     }
 
     /**

@@ -2,7 +2,6 @@ package io.kdapack.core.kda;
 
 import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_A;
 import static io.kdapack.core.kda.ChunkMath.Structure.LOWER_C;
-import static io.kdapack.core.kda.ChunkMath.Structure.UPPER_A;
 import static io.kdapack.core.kda.ChunkMath.axpy;
 import static io.kdapack.core.kda.ChunkMath.dot;
 import static io.kdapack.core.kda.ChunkMath.multiply;
@@ -233,7 +232,7 @@ public final class KdaChunk {
             // O = Aqk V' + Qg S_D per document with a state (Aqk is zero above the diagonal and across documents),
             // in contiguous scratch, then copied to the token-major rows: rows HV·V floats apart (1 KiB at HV·V = 256)
             // fall into a quarter of the L1 sets, and the second product reads back what the first wrote.
-            ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, oChunk, 0, vd);
+            ChunkMath.matmul(docs.lower, false, len, vd, len, 1f, p.aQK, 0, SIZE, p.vNew, 0, vd, 0f, oChunk, 0, vd);
             for (int j = 0; j < docs.count; j++) {
                 if (entryState(docs, j, state, h0) != null) {
                     int r0 = docs.start[j];
@@ -349,7 +348,7 @@ public final class KdaChunk {
         ChunkMath.matmulTransB(LOWER_C, len, width, vd, 1f, dOChunk, 0, vd, p.vNew, 0, vd, 0f, dAQK, 0, SIZE,
                 transposed);
         maskAcrossDocuments(docs, len, dAQK);
-        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.aQK, 0, SIZE, dOChunk, 0, vd, 1f, dVNew, 0, vd);
+        ChunkMath.matmul(docs.upper, true, len, vd, len, 1f, p.aQK, 0, SIZE, dOChunk, 0, vd, 1f, dVNew, 0, vd);
         // Through O_D = Qg_D S_D + … and V'_D = U_D − W_D S_D, for the documents entering with a state; the
         // others' dQg and dW are zero. Last document first: it may read dState, which the first one writes.
         for (int j = docs.count - 1; j >= 0; j--) {
@@ -381,8 +380,8 @@ public final class KdaChunk {
             ChunkMath.matmul(true, kd, vd, rows, -1f, p.w, r0 * kd, kd, dVNew, r0 * vd, vd, 1f, dest, destOff, vd);
         }
         // Through U = (I + A)⁻¹ diag(β) V and W likewise: dVb = (I + A)⁻ᵀ dU, dA = −(dVb Uᵀ + dKb Wᵀ).
-        ChunkMath.matmul(UPPER_A, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
-        ChunkMath.matmul(UPPER_A, true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
+        ChunkMath.matmul(docs.upper, true, len, vd, len, 1f, p.inverse, 0, SIZE, dVNew, 0, vd, 0f, dVb, 0, vd);
+        ChunkMath.matmul(docs.upper, true, len, kd, len, 1f, p.inverse, 0, SIZE, dW, 0, kd, 0f, dKb, 0, kd);
         // dA (only c < r of the same document is read).
         ChunkMath.matmulTransB(LOWER_C, len, width, vd, -1f, dVb, 0, vd, p.u, 0, vd, 0f, dA, 0, SIZE, transposed);
         ChunkMath.matmulTransB(LOWER_C, len, width, kd, -1f, dKb, 0, kd, p.w, 0, kd, 1f, dA, 0, SIZE, transposed);
@@ -472,8 +471,8 @@ public final class KdaChunk {
             scale(vd, beta, vChunk, r * vd, vb, r * vd);
         }
         invertUnitLower(len);
-        ChunkMath.matmul(LOWER_A, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
-        ChunkMath.matmul(LOWER_A, false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
+        ChunkMath.matmul(docs.lower, false, len, kd, len, 1f, p.inverse, 0, SIZE, kb, 0, kd, 0f, p.w, 0, kd);
+        ChunkMath.matmul(docs.lower, false, len, vd, len, 1f, p.inverse, 0, SIZE, vb, 0, vd, 0f, p.u, 0, vd);
         System.arraycopy(p.u, 0, p.vNew, 0, len * vd);
         for (int j = 0; j < docs.count; j++) {
             float[] entry = entryState(docs, j, state, h0);
@@ -645,6 +644,12 @@ public final class KdaChunk {
         boolean carries;
         final int[] rowStart = new int[SIZE];
         final int[] rowEnd = new int[SIZE];
+        /**
+         * The chunk's {@code Aqk} and {@code (I + A)⁻¹} are block diagonal by document: the products with them (or
+         * their transposes) skip the pairs of rows of different documents, all stored zeros.
+         */
+        final ChunkMath.Structure lower = ChunkMath.Structure.lowerA(rowStart);
+        final ChunkMath.Structure upper = ChunkMath.Structure.upperA(rowEnd);
 
         /**
          * Lays out the chunk of tokens {@code from … from+len−1} of the documents {@code firstDoc … endDoc−1} of

@@ -30,6 +30,12 @@ final class PairwiseDecay {
     /** The shortest block that strong decay makes ({@link #blockRows}). */
     static final int MIN_BLOCK = 8;
     /**
+     * The columns a block skips before its rows' documents start ({@link #firstColumn}) come in whole multiples of
+     * this, a multiple of every width's column tile ({@code 2·lanes}, at most 32): which columns are computed then
+     * depends on the documents alone, not on the vector width.
+     */
+    static final int COLUMN_GRAIN = 32;
+    /**
      * The largest {@code |Γ_r − Γ_a|} inside a block for which the diagonal block is factored: {@code exp(±64)}
      * stays a normal float far from the ends of the range (±87.3), so both factors and their products with q and
      * k keep full relative precision; and the row factors {@code exp(Γ_r − Γ_a) ≥ e^−64} of a factored block, which
@@ -108,15 +114,16 @@ final class PairwiseDecay {
     private void forwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart, float[] aQK,
                               float[] pKK) {
         boolean factored = factors(g, first, a, b);
-        anchorFactors(q, k, g, first, a, b, factored);
+        int c0 = firstColumn(rowStart, a);
+        anchorFactors(q, k, g, first, a, b, c0, factored);
         int cols = factored ? a + b : a;
-        if (cols > 0) {
+        if (cols > c0) {
             // Whole column tiles: the columns past cols (stale rows of kCol) land at or above the diagonal, where
             // they are overwritten below, zeroed by the caller or never read.
-            int width = ChunkMath.paddedWidth(cols, SIZE);
-            ChunkMath.packTransposed(kd, width, kCol, 0, kd, columns);
-            ChunkMath.matmul(false, b, 1f, qRow, 0, kd, columns, 0f, aQK, a * SIZE, SIZE);
-            ChunkMath.matmul(false, b, 1f, kRow, 0, kd, columns, 0f, pKK, a * SIZE, SIZE);
+            int width = ChunkMath.paddedWidth(cols - c0, SIZE - c0);
+            ChunkMath.packTransposed(kd, width, kCol, c0 * kd, kd, columns);
+            ChunkMath.matmul(false, b, 1f, qRow, 0, kd, columns, 0f, aQK, a * SIZE + c0, SIZE);
+            ChunkMath.matmul(false, b, 1f, kRow, 0, kd, columns, 0f, pKK, a * SIZE + c0, SIZE);
         }
         for (int r = a; r < a + b; r++) {
             if (factored) {
@@ -145,7 +152,8 @@ final class PairwiseDecay {
     private void backwardBlock(float[] q, float[] k, float[] g, int first, int a, int b, int[] rowStart,
                                float[] dAQK, float[] dP, float[] dq, float[] dk, float[] dGamma) {
         boolean factored = factors(g, first, a, b);
-        anchorFactors(q, k, g, first, a, b, factored);
+        int c0 = firstColumn(rowStart, a);
+        anchorFactors(q, k, g, first, a, b, c0, factored);
         if (factored) {
             // The diagonal block joins the products: only its lower triangle may contribute.
             for (int r = a; r < a + b; r++) {
@@ -158,14 +166,16 @@ final class PairwiseDecay {
             }
         }
         int cols = factored ? a + b : a;
-        if (cols > 0) {
+        if (cols > c0) {
             // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (the columns).
-            ChunkMath.matmul(false, b, kd, cols, 1f, dAQK, a * SIZE, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
-            ChunkMath.matmul(false, b, kd, cols, 1f, dP, a * SIZE, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
-            ChunkMath.matmul(true, cols, kd, b, 1f, dAQK, a * SIZE, SIZE, qRow, 0, kd, 0f, dkCol, 0, kd);
-            ChunkMath.matmul(true, cols, kd, b, 1f, dP, a * SIZE, SIZE, kRow, 0, kd, 1f, dkCol, 0, kd);
+            int n = cols - c0;
+            int at = a * SIZE + c0;
+            ChunkMath.matmul(false, b, kd, n, 1f, dAQK, at, SIZE, kCol, c0 * kd, kd, 0f, dqRow, 0, kd);
+            ChunkMath.matmul(false, b, kd, n, 1f, dP, at, SIZE, kCol, c0 * kd, kd, 0f, dkRow, 0, kd);
+            ChunkMath.matmul(true, n, kd, b, 1f, dAQK, at, SIZE, qRow, 0, kd, 0f, dkCol, c0 * kd, kd);
+            ChunkMath.matmul(true, n, kd, b, 1f, dP, at, SIZE, kRow, 0, kd, 1f, dkCol, c0 * kd, kd);
             rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
-            columnsBackward(cols * kd, k, first * kd, dk, dGamma);
+            columnsBackward(n * kd, k, first * kd, c0 * kd, dk, dGamma);
         }
     }
 
@@ -197,22 +207,33 @@ final class PairwiseDecay {
     }
 
     /**
-     * The columns' share, flat over their {@code n = cols·K} contiguous entries from the chunk start:
-     * {@code dy = dỹ ⊙ colDecay} added to dk, {@code dΓ −= k ⊙ dy}.
+     * The columns' share, flat over their {@code n = cols·K} contiguous entries from entry {@code from} of the
+     * chunk (whose first row is {@code row} of k and dk): {@code dy = dỹ ⊙ colDecay} added to dk,
+     * {@code dΓ −= k ⊙ dy}.
      */
-    private void columnsBackward(int n, float[] k, int row, float[] dk, float[] dGamma) {
-        int i = 0;
-        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+    private void columnsBackward(int n, float[] k, int row, int from, float[] dk, float[] dGamma) {
+        int end = from + n;
+        int i = from;
+        for (int bound = from + SPECIES.loopBound(n); i < bound; i += LANES) {
             FloatVector dy = FloatVector.fromArray(SPECIES, dkCol, i).mul(FloatVector.fromArray(SPECIES, colDecay, i));
             dy.add(FloatVector.fromArray(SPECIES, dk, row + i)).intoArray(dk, row + i);
             FloatVector.fromArray(SPECIES, k, row + i).neg().fma(dy, FloatVector.fromArray(SPECIES, dGamma, i))
                     .intoArray(dGamma, i);
         }
-        for (; i < n; i++) {
+        for (; i < end; i++) {
             float dy = dkCol[i] * colDecay[i];
             dk[row + i] += dy;
             dGamma[i] = Math.fma(-k[row + i], dy, dGamma[i]);
         }
+    }
+
+    /**
+     * The first column the block at row {@code a} computes: every column before the first row of a's document is
+     * masked in all of the block's rows (the documents' first rows only grow), so the column products and factors
+     * start at that row, rounded down to a multiple of {@value #COLUMN_GRAIN}.
+     */
+    private static int firstColumn(int[] rowStart, int a) {
+        return rowStart[a] / COLUMN_GRAIN * COLUMN_GRAIN;
     }
 
     /** Whether the block of {@link #blockRows} at {@code a} factors: any longer than {@value #MIN_BLOCK} rows does. */
@@ -246,12 +267,12 @@ final class PairwiseDecay {
 
     /**
      * For the block of {@code b} rows at {@code a}: {@code rowDecay_r = exp(Γ_r − Γ_a)}, {@code qRow}, {@code kRow}
-     * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c < a}, {@code kCol} = k times it. When
+     * the rows times it; {@code colDecay_c = exp(Γ_a − Γ_c)} for {@code c0 ≤ c < a}, {@code kCol} = k times it. When
      * {@code factored} ({@link #factorable}), the columns of the block itself follow too
      * ({@code colDecay_c = exp(Γ_a − Γ_c) ≥ 1} for {@code c ≥ a}, no overflow and no underflow), so the diagonal
      * block factors like the others.
      */
-    private void anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b, boolean factored) {
+    private void anchorFactors(float[] q, float[] k, float[] g, int first, int a, int b, int c0, boolean factored) {
         Arrays.fill(run, 0f);
         for (int r = 0; r < b; r++) {
             int row = (first + a + r) * kd;
@@ -261,7 +282,7 @@ final class PairwiseDecay {
             }
         }
         Arrays.fill(run, 0f);
-        for (int c = a - 1; c >= 0; c--) {
+        for (int c = a - 1; c >= c0; c--) {
             columnFactors(k, g, (first + c) * kd, c * kd, false);
         }
     }

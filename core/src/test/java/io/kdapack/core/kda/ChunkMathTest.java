@@ -2,6 +2,7 @@ package io.kdapack.core.kda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.List;
 import java.util.Random;
 import jdk.incubator.vector.FloatVector;
 import org.junit.jupiter.api.Test;
@@ -83,7 +84,7 @@ class ChunkMathTest {
     /**
      * Every element of a product is {@code alpha · (fused multiply-add chain over the depth, in order)}, then
      * {@code + beta · C}, whichever register tile, single-vector column or scalar column computes it; the triangular
-     * structures skip only stored zeros.
+     * structures, block diagonal by document or not, skip only stored zeros.
      */
     @Test
     void productsAccumulateEveryElementInDepthOrder() {
@@ -97,18 +98,28 @@ class ChunkMathTest {
             int m = s[0];
             int n = s[1];
             int k = s[2];
-            for (ChunkMath.Structure structure : ChunkMath.Structure.values()) {
+            // Documents of the rows for the block-diagonal triangles: cuts at a third and at a half of m.
+            int[] rowStart = new int[m];
+            int[] rowEnd = new int[m];
+            for (int i = 0; i < m; i++) {
+                rowStart[i] = i < m / 3 ? 0 : i < m / 2 ? m / 3 : m / 2;
+                rowEnd[i] = i < m / 3 ? m / 3 : i < m / 2 ? m / 2 : m;
+            }
+            ChunkMath.Structure lowerByDoc = ChunkMath.Structure.lowerA(rowStart);
+            ChunkMath.Structure upperByDoc = ChunkMath.Structure.upperA(rowEnd);
+            for (ChunkMath.Structure structure : List.of(ChunkMath.Structure.FULL, ChunkMath.Structure.LOWER_A,
+                    ChunkMath.Structure.UPPER_A, ChunkMath.Structure.LOWER_C, lowerByDoc, upperByDoc)) {
+                boolean lower = structure == ChunkMath.Structure.LOWER_A || structure == lowerByDoc;
+                boolean upper = structure == ChunkMath.Structure.UPPER_A || structure == upperByDoc;
                 for (boolean transA : new boolean[] {false, true}) {
-                    boolean triangular = structure == ChunkMath.Structure.LOWER_A
-                            || structure == ChunkMath.Structure.UPPER_A;
-                    if (triangular && m != k) {
+                    if ((lower || upper) && m != k) {
                         continue;
                     }
                     float[] a = normal(random, m * k, 1f);
                     for (int i = 0; i < m; i++) {
                         for (int p = 0; p < k; p++) {
-                            boolean zero = structure == ChunkMath.Structure.LOWER_A ? p > i
-                                    : structure == ChunkMath.Structure.UPPER_A && p < i;
+                            boolean zero = lower ? p > i || (structure == lowerByDoc && p < rowStart[i])
+                                    : upper && (p < i || (structure == upperByDoc && p >= rowEnd[i]));
                             if (zero) {
                                 a[transA ? p * m + i : i * k + p] = 0f;
                             }
