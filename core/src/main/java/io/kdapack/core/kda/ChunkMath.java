@@ -330,12 +330,12 @@ final class ChunkMath {
                                    int aOff, int rowStep, int depthStep, float[] panel, int panelOff, float beta,
                                    float[] c, int cOff, int ldc) {
         boolean wide = width != STRIPE;
+        boolean transposed = rowStep == 1 && depthStep == TRANSPOSED_LD;
         int i = structure.lowerC() ? firstRowReaching(j, m) : 0;
         for (; i + 6 <= m; i += 6) {
             int from = structure.depthFrom(i);
             int to = structure.depthTo(i + 6, k);
             int at = cOff + i * ldc + j;
-            boolean transposed = rowStep == 1 && depthStep == TRANSPOSED_LD;
             if (wide && transposed) {
                 tile6x4Transposed(from, to, alpha, a, aOff + i, panel, panelOff, beta, c, at, ldc);
             } else if (wide) {
@@ -1296,8 +1296,8 @@ final class ChunkMath {
 
     /**
      * {@link #tile6x4} for a transposed A of {@link #TRANSPOSED_LD} columns (the tile's rows adjacent, its depths
-     * {@code TRANSPOSED_LD} apart): a constant depth step, so that C2 proves A's loads in bounds once per loop (64×64×64
-     * with A transposed in L1: 211 against 173 GFLOP/s on AVX-512). The same terms in the same order.
+     * {@code TRANSPOSED_LD} apart): a constant depth step, so that C2 proves A's loads in bounds once per loop
+     * (64×64×64 with A transposed in L1: 211 against 173 GFLOP/s on AVX-512). The same terms in the same order.
      */
     private static void tile6x4Transposed(int from, int to, float alpha, float[] a, int aOff, float[] panel,
                                           int panelOff, float beta, float[] c, int cOff, int ldc) {

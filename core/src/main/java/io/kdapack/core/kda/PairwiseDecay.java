@@ -208,8 +208,8 @@ final class PairwiseDecay {
 
     /**
      * The columns' share, flat over their {@code n = cols·K} contiguous entries from entry {@code from} of the
-     * chunk (whose first row is {@code row} of k and dk): {@code dy = dỹ ⊙ colDecay} added to dk,
-     * {@code dΓ −= k ⊙ dy}.
+     * chunk's scratch (and of dΓ; entry i is entry {@code row + i} of k and dk): {@code dy = dỹ ⊙ colDecay} added to
+     * dk, {@code dΓ −= k ⊙ dy}.
      */
     private void columnsBackward(int n, float[] k, int row, int from, float[] dk, float[] dGamma) {
         int end = from + n;
