@@ -238,18 +238,8 @@ public final class Gemm {
 
     /** {@link Operands#multiply} of the whole of C as the tasks of {@link Split#of}, in the pool it runs in. */
     private static void multiplyInTasks(int workers, Operands op, float[] packedB) {
-        int m = op.m();
-        int n = op.n();
-        Split split = Split.of(m, n, op.k(), workers);
-        int colCount = (n + split.colsPerBlock() - 1) / split.colsPerBlock();
-        int tasks = (m + split.rowsPerBlock() - 1) / split.rowsPerBlock() * colCount;
-        IntStream.range(0, tasks).parallel().forEach(task -> {
-            int from = task / colCount * split.rowsPerBlock();
-            int to = Math.min(m, from + split.rowsPerBlock());
-            int colFrom = task % colCount * split.colsPerBlock();
-            int colTo = Math.min(n, colFrom + split.colsPerBlock());
-            op.multiply(from, to, colFrom, colTo, packedB);
-        });
+        Split split = Split.of(op.m(), op.n(), op.k(), workers);
+        IntStream.range(0, split.tasks(op.m(), op.n())).parallel().forEach(task -> split.multiply(op, task, packedB));
     }
 
     /**
@@ -297,6 +287,24 @@ public final class Gemm {
                 }
             }
             return withRowBlocks(m, best, tasks, panels);
+        }
+
+        /** The blocks of an {@code m × n} C: the tasks of the split. */
+        int tasks(int m, int n) {
+            return (m + rowsPerBlock - 1) / rowsPerBlock * columnBlocks(n);
+        }
+
+        /** {@link Operands#multiply} of block {@code task} of {@code op}'s C (row blocks of column blocks). */
+        void multiply(Operands op, int task, float[] packedB) {
+            int columnBlocks = columnBlocks(op.n());
+            int from = task / columnBlocks * rowsPerBlock;
+            int colFrom = task % columnBlocks * colsPerBlock;
+            op.multiply(from, Math.min(op.m(), from + rowsPerBlock), colFrom, Math.min(op.n(), colFrom + colsPerBlock),
+                    packedB);
+        }
+
+        private int columnBlocks(int n) {
+            return (n + colsPerBlock - 1) / colsPerBlock;
         }
 
         /** {@code rowBlocks} blocks of rows, and the columns cut so that there are about {@code tasks} blocks. */
