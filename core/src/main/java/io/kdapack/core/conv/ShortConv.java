@@ -1,10 +1,10 @@
 package io.kdapack.core.conv;
 
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.linalg.Team;
 import io.kdapack.core.linalg.VectorWidth;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.IntStream;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -145,7 +145,7 @@ public final class ShortConv {
         int width = in.width();
         Segments seg = in.segments();
         float[] dinit = new float[in.initialState().length];
-        IntStream.range(0, seg.count()).parallel().forEach(n -> {
+        Team.forEach(seg.count(), n -> {
             int start = seg.start(n);
             for (int j = 1; j < width; j++) {
                 for (int i = 0; i < width; i++) {
@@ -176,7 +176,7 @@ public final class ShortConv {
         int width = in.width();
         Segments seg = in.segments();
         int blocks = (channels + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK;
-        IntStream.range(0, blocks).parallel().forEach(b -> {
+        Team.forEach(blocks, b -> {
             int d0 = b * CHANNEL_BLOCK;
             int size = Math.min(channels, d0 + CHANNEL_BLOCK) - d0;
             double[] weightSums = new double[width * size];
@@ -320,6 +320,9 @@ public final class ShortConv {
                 blocks.add(new int[] {n, from, Math.min(seg.end(n), from + TOKEN_BLOCK)});
             }
         }
-        blocks.parallelStream().forEach(b -> body.run(b[0], b[1], b[2]));
+        Team.forEach(blocks.size(), i -> {
+            int[] b = blocks.get(i);
+            body.run(b[0], b[1], b[2]);
+        });
     }
 }

@@ -1,13 +1,13 @@
 package io.kdapack.core.kda;
 
 import io.kdapack.core.linalg.BufferPool;
+import io.kdapack.core.linalg.Team;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinTask;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntConsumer;
 
 /**
@@ -472,18 +472,7 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
             KdaPreprocess.SERIAL.run(count, block);
             return;
         }
-        AtomicInteger next = new AtomicInteger();
-        Runnable worker = () -> {
-            for (int b = next.getAndIncrement(); b < count; b = next.getAndIncrement()) {
-                block.accept(b);
-            }
-        };
-        ForkJoinTask<?>[] workers = new ForkJoinTask<?>[Math.min(threads, count)];
-        for (int w = 0; w < workers.length; w++) {
-            workers[w] = pool.submit(worker);
-        }
-        for (ForkJoinTask<?> w : workers) {
-            w.join();
-        }
+        ForkJoinPool callers = ForkJoinTask.getPool();
+        (callers != null ? Team.of(callers) : Team.of(pool)).runInOrder(count, block);
     }
 }

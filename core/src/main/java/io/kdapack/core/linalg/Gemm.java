@@ -2,7 +2,6 @@ package io.kdapack.core.linalg;
 
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinTask;
-import java.util.stream.IntStream;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
@@ -233,13 +232,13 @@ public final class Gemm {
 
     /** All of {@code op}'s B packed into {@code dst}, its units spread over the pool the call runs in. */
     private static void packInParallel(Operands op, float[] dst) {
-        IntStream.range(0, op.packUnits()).parallel().forEach(unit -> op.packB(unit, dst));
+        Team.forEach(op.packUnits(), unit -> op.packB(unit, dst));
     }
 
     /** {@link Operands#multiply} of the whole of C as the tasks of {@link Split#of}, in the pool it runs in. */
     private static void multiplyInTasks(int workers, Operands op, float[] packedB) {
         Split split = Split.of(op.m(), op.n(), op.k(), workers);
-        IntStream.range(0, split.tasks(op.m(), op.n())).parallel().forEach(task -> split.multiply(op, task, packedB));
+        Team.forEach(split.tasks(op.m(), op.n()), task -> split.multiply(op, task, packedB));
     }
 
     /**

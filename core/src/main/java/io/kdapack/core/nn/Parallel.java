@@ -1,10 +1,10 @@
 package io.kdapack.core.nn;
 
 import io.kdapack.core.linalg.Gemm;
+import io.kdapack.core.linalg.Team;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinTask;
 import java.util.function.IntConsumer;
-import java.util.stream.IntStream;
 
 /**
  * Where the layers run their parallel work: the fork-join pool of the calling task, or the common pool. Each
@@ -23,8 +23,7 @@ public final class Parallel {
 
     /** Runs {@code body(i)} for {@code i < count}, in parallel; the bodies must write disjoint data. */
     public static void forEach(int count, IntConsumer body) {
-        // A parallel stream runs in the pool of the fork-join task that starts it, else in the common pool.
-        IntStream.range(0, count).parallel().forEach(body);
+        Team.forEach(count, body);
     }
 
     /** Runs {@code body(from, to)} over blocks of {@code [0, count)} of about {@code grain} indices, in parallel. */

@@ -1,5 +1,6 @@
 package io.kdapack.core.optim;
 
+import io.kdapack.core.linalg.Team;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -33,8 +34,10 @@ final class ElementBlocks {
                 blocks.add(new int[] {p, from, Math.min(n, from + BLOCK)});
             }
         }
-        // A parallel stream runs in the pool of the fork-join task that starts it, else in the common pool.
-        blocks.parallelStream().forEach(b -> body.run(parameters.get(b[0]), b[1], b[2]));
+        Team.forEach(blocks.size(), i -> {
+            int[] b = blocks.get(i);
+            body.run(parameters.get(b[0]), b[1], b[2]);
+        });
     }
 
     /** Sets every gradient of {@code parameters} to zero, blocks in parallel. */
