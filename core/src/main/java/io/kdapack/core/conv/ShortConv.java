@@ -3,6 +3,7 @@ package io.kdapack.core.conv;
 import io.kdapack.core.kda.Segments;
 import io.kdapack.core.linalg.Team;
 import io.kdapack.core.linalg.VectorWidth;
+import io.kdapack.core.linalg.Workspace;
 import java.util.ArrayList;
 import java.util.List;
 import jdk.incubator.vector.DoubleVector;
@@ -64,7 +65,7 @@ public final class ShortConv {
     /** Outputs {@code y [T,D]} and final states {@code [N,D,W]}. */
     public static ShortConvOutputs forward(ShortConvInputs in) {
         int channels = in.channels();
-        float[] y = new float[in.tokens() * channels];
+        float[] y = Workspace.zeros(in.tokens() * channels); // padding rows stay 0
         float[] weightByTap = weightByTap(in);
         forEachTokenBlock(in.segments(), (n, from, to) -> {
             float[] z = new float[channels];
@@ -99,7 +100,7 @@ public final class ShortConv {
         Segments seg = in.segments();
 
         // dz = dy ⊙ act'(z), 0 at padding.
-        float[] dz = new float[tokens * channels];
+        float[] dz = Workspace.zeros(tokens * channels);
         forEachTokenBlock(seg, (n, from, to) -> {
             float[] z = new float[channels];
             for (int t = from; t < to; t++) {
@@ -109,7 +110,7 @@ public final class ShortConv {
         });
 
         // dx[p] = Σ_i weight[:,i] ⊙ dz[p + (W−1) − i] over outputs of the same sequence, plus the final state's part.
-        float[] dx = new float[tokens * channels];
+        float[] dx = Workspace.zeros(tokens * channels);
         forEachTokenBlock(seg, (n, from, to) -> {
             int end = seg.end(n);
             for (int p = from; p < to; p++) {

@@ -2,25 +2,32 @@ package io.kdapack.core.linalg;
 
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Large float buffers lent from call to call and given back with whatever they hold, so that a training step
  * does not allocate, and zero on one thread, tens of megabytes of temporaries (the KDA op's per-call tensors,
  * {@link Gemm}'s packed operands). A borrower writes every
- * entry it later reads. Thread-safe; at most {@link #KEPT} buffers wait for reuse (the oldest are dropped),
- * so changing shapes cannot make it grow without bound.
+ * entry it later reads. Thread-safe; at most {@link #KEPT} buffers and {@link #KEPT_BYTES} bytes wait for reuse (the
+ * oldest are dropped), so changing shapes cannot make it grow without bound. The count is large enough for the
+ * distinct shapes of a training step: at 32, the LM head's packed weight (32 MiB) was dropped before the next step
+ * came back for it, and a step allocated 230 MB of packed operands again.
  */
 public final class BufferPool {
 
-    public static final int KEPT = 32;
+    public static final int KEPT = 256;
+    public static final long KEPT_BYTES = 512L << 20;
 
     private final ConcurrentLinkedDeque<float[]> free = new ConcurrentLinkedDeque<>();
+    /** Bytes of the buffers in {@link #free}. */
+    private final AtomicLong freeBytes = new AtomicLong();
 
     /** A buffer of exactly {@code length} floats with unspecified contents. */
     public float[] take(int length) {
         for (Iterator<float[]> it = free.iterator(); it.hasNext(); ) {
             float[] buffer = it.next();
             if (buffer.length == length && free.removeFirstOccurrence(buffer)) {
+                freeBytes.addAndGet(-4L * length);
                 return buffer;
             }
         }
@@ -31,11 +38,16 @@ public final class BufferPool {
     public void give(float[]... buffers) {
         for (float[] buffer : buffers) {
             if (buffer != null) {
+                freeBytes.addAndGet(4L * buffer.length);
                 free.addFirst(buffer);
             }
         }
-        while (free.size() > KEPT) {
-            free.pollLast();
+        while (free.size() > KEPT || freeBytes.get() > KEPT_BYTES) {
+            float[] dropped = free.pollLast();
+            if (dropped == null) {
+                break;
+            }
+            freeBytes.addAndGet(-4L * dropped.length);
         }
     }
 }

@@ -3,6 +3,7 @@ package io.kdapack.core.model;
 import io.kdapack.core.io.SafeTensors;
 import io.kdapack.core.kda.KdaBackend;
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.linalg.Workspace;
 import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.model.ModelConfig;
 import io.kdapack.core.nn.Embedding;
@@ -46,6 +47,8 @@ public final class HybridModel implements LanguageModel {
     private final MultiTokenPrediction mtp;
     private final List<Parameter> parameters;
     private final KdaBackend kdaBackend;
+    /** The arrays of a training step ({@link #run}), reused from step to step. */
+    private final Workspace workspace = new Workspace();
 
     /**
      * A model with every projection zero and norms one: call {@link #initialize(long)} or {@link #load(SafeTensors)}.
@@ -255,47 +258,50 @@ public final class HybridModel implements LanguageModel {
             throw new IllegalArgumentException("batch: the model has MTP depth 1, so mtpLabels and mtpLossMask "
                     + "must be set");
         }
-        int tokens = batch.size();
-        BatchLayout layout = BatchLayout.of(batch, isolation);
+        // Every array a layer takes from the workspace is dead once the step returns: the output's arrays are not.
+        try (Workspace.Scope scope = workspace.open()) {
+            int tokens = batch.size();
+            BatchLayout layout = BatchLayout.of(batch, isolation);
 
-        float[] x = embedTokens.forward(batch.tokens());
-        List<DecoderLayer.Saved> saved = new ArrayList<>(layers.size());
-        for (DecoderLayer layer : layers) {
-            DecoderLayer.Saved s = layer.forward(x, layout);
-            saved.add(s);
-            x = s.output();
-        }
-        RmsNorm.Saved last = norm.forward(x, tokens);
-        float[] h = last.output();
-        // Each head's loss and its backward through the head in one pass (the logits a block of tokens at a time):
-        // the main head's weight gradient is added before the MTP head's, as the two backwards did in that order.
-        TokenLoss main = lmHead.loss(h, tokens, batch.labels(), batch.lossMask(),
-                lossWeights == null ? Double.NaN : lossWeights.tokenWeight());
+            float[] x = embedTokens.forward(batch.tokens());
+            List<DecoderLayer.Saved> saved = new ArrayList<>(layers.size());
+            for (DecoderLayer layer : layers) {
+                DecoderLayer.Saved s = layer.forward(x, layout);
+                saved.add(s);
+                x = s.output();
+            }
+            RmsNorm.Saved last = norm.forward(x, tokens);
+            float[] h = last.output();
+            // Each head's loss and its backward through the head in one pass (the logits a block of tokens at a time):
+            // the main head's weight gradient is added before the MTP head's, as the two backwards did in that order.
+            TokenLoss main = lmHead.loss(h, tokens, batch.labels(), batch.lossMask(),
+                    lossWeights == null ? Double.NaN : lossWeights.tokenWeight());
 
-        MultiTokenPrediction.Saved mtpSaved = null;
-        TokenLoss mtpLoss = null;
-        if (mtp != null) {
-            mtpSaved = mtp.forward(embedTokens.forward(batch.labels()), h, layout);
-            mtpLoss = lmHead.loss(mtpSaved.output(), tokens, batch.mtpLabels(), batch.mtpLossMask(),
-                    lossWeights == null ? Double.NaN : lossWeights.mtpTokenWeight());
-        }
-
-        if (lossWeights != null) {
-            float[] dh = main.dh();
+            MultiTokenPrediction.Saved mtpSaved = null;
+            TokenLoss mtpLoss = null;
             if (mtp != null) {
-                MultiTokenPrediction.Gradients g = mtp.backward(mtpSaved, mtpLoss.dh());
-                Parallel.addInto(dh, g.dHidden());
-                embedTokens.backward(batch.labels(), g.dEmbedding());
+                mtpSaved = mtp.forward(embedTokens.forward(batch.labels()), h, layout);
+                mtpLoss = lmHead.loss(mtpSaved.output(), tokens, batch.mtpLabels(), batch.mtpLossMask(),
+                        lossWeights == null ? Double.NaN : lossWeights.mtpTokenWeight());
             }
-            float[] dx = norm.backward(last, dh);
-            for (int i = layers.size() - 1; i >= 0; i--) {
-                dx = layers.get(i).backward(saved.get(i), dx);
+
+            if (lossWeights != null) {
+                float[] dh = main.dh();
+                if (mtp != null) {
+                    MultiTokenPrediction.Gradients g = mtp.backward(mtpSaved, mtpLoss.dh());
+                    Parallel.addInto(dh, g.dHidden());
+                    embedTokens.backward(batch.labels(), g.dEmbedding());
+                }
+                float[] dx = norm.backward(last, dh);
+                for (int i = layers.size() - 1; i >= 0; i--) {
+                    dx = layers.get(i).backward(saved.get(i), dx);
+                }
+                embedTokens.backward(batch.tokens(), dx);
             }
-            embedTokens.backward(batch.tokens(), dx);
+            return mtpLoss == null
+                    ? new Output(main.perToken(), main.report().sum(), main.report().count(), null, 0, 0)
+                    : new Output(main.perToken(), main.report().sum(), main.report().count(), mtpLoss.perToken(),
+                    mtpLoss.report().sum(), mtpLoss.report().count());
         }
-        return mtpLoss == null
-                ? new Output(main.perToken(), main.report().sum(), main.report().count(), null, 0, 0)
-                : new Output(main.perToken(), main.report().sum(), main.report().count(), mtpLoss.perToken(),
-                mtpLoss.report().sum(), mtpLoss.report().count());
     }
 }

@@ -1,6 +1,7 @@
 package io.kdapack.core.model;
 
 import io.kdapack.core.linalg.Gemm;
+import io.kdapack.core.linalg.Workspace;
 import io.kdapack.core.loss.CrossEntropy;
 import io.kdapack.core.loss.LossReport;
 import io.kdapack.core.nn.Parallel;
@@ -66,8 +67,10 @@ final class LmHead {
     TokenLoss loss(float[] h, int tokens, int[] labels, float[] mask, double lossWeight) {
         boolean backward = !Double.isNaN(lossWeight);
         double[] loss = new double[tokens];
-        float[] dh = backward ? new float[tokens * hidden] : null;
-        float[] logits = new float[Math.min(TOKEN_BLOCK, tokens) * vocab];
+        // Both written whole, block by block, by products that overwrite them.
+        float[] dh = backward ? Workspace.floats(tokens * hidden) : null;
+        float[] logits = Workspace.floats(Math.min(TOKEN_BLOCK, tokens) * vocab);
+        float[] fullBlock = logits;
         ForkJoinPool pool = Parallel.pool();
         float[] w = weight.values();
         // The weight, packed once for every block rather than by each block's products: Wᵀ [d,V] for the logits and,
@@ -105,6 +108,7 @@ final class LmHead {
                 }
             }
         }
+        Workspace.release(fullBlock);
         double[] perToken = new double[tokens];
         for (int t = 0; t < tokens; t++) {
             perToken[t] = mask[t] != 0f ? loss[t] : 0.0;

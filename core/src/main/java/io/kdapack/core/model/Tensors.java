@@ -1,5 +1,6 @@
 package io.kdapack.core.model;
 
+import io.kdapack.core.linalg.Workspace;
 import io.kdapack.core.nn.Parallel;
 
 /** Element-wise helpers of the model code, parallel over fixed blocks (results do not depend on threads). */
@@ -14,7 +15,7 @@ final class Tensors {
         if (a.length != b.length) {
             throw new IllegalArgumentException("sum: lengths " + a.length + " and " + b.length + " differ");
         }
-        float[] out = new float[a.length];
+        float[] out = Workspace.floats(a.length); // written whole below
         Parallel.forBlocks(a.length, SUM_BLOCK, (from, to) -> {
             for (int i = from; i < to; i++) {
                 out[i] = a[i] + b[i];
@@ -25,7 +26,7 @@ final class Tensors {
 
     /** Rows {@code [a_t | b_t]} of {@code a [T,n]} and {@code b [T,m]} as {@code [T,n+m]}. */
     static float[] concatRows(float[] a, int n, float[] b, int m, int rows) {
-        float[] out = new float[rows * (n + m)];
+        float[] out = Workspace.floats(rows * (n + m)); // written whole below
         Parallel.forBlocks(rows, 256, (from, to) -> {
             for (int t = from; t < to; t++) {
                 System.arraycopy(a, t * n, out, t * (n + m), n);
@@ -37,7 +38,7 @@ final class Tensors {
 
     /** Columns {@code [from, from+width)} of {@code x [T,stride]} as {@code [T,width]}. */
     static float[] columns(float[] x, int stride, int from, int width, int rows) {
-        float[] out = new float[rows * width];
+        float[] out = Workspace.floats(rows * width); // written whole below
         Parallel.forBlocks(rows, 256, (r0, r1) -> {
             for (int t = r0; t < r1; t++) {
                 System.arraycopy(x, t * stride + from, out, t * width, width);

@@ -1,5 +1,6 @@
 package io.kdapack.core.nn;
 
+import io.kdapack.core.linalg.Workspace;
 import java.util.List;
 
 /**
@@ -44,8 +45,8 @@ public final class GatedRmsNorm implements Layer {
         Shapes.check(weight().name() + " input", x, tokens, width);
         Shapes.check(weight().name() + " gate", gate, tokens, width);
         RmsNorm.Saved normalized = norm.forward(x, tokens * heads);
-        float[] sig = new float[gate.length];
-        float[] y = new float[gate.length];
+        float[] sig = Workspace.floats(gate.length); // both written whole below
+        float[] y = Workspace.floats(gate.length);
         Parallel.forBlocks(gate.length, 4096, (from, to) -> {
             for (int i = from; i < to; i++) {
                 sig[i] = (float) (1.0 / (1.0 + Math.exp(-gate[i])));
@@ -59,8 +60,8 @@ public final class GatedRmsNorm implements Layer {
         Shapes.check(weight().name() + " output gradient", dy, saved.tokens(), heads * headDim);
         float[] sig = saved.gateSigmoid();
         float[] n = saved.normalized().output();
-        float[] dNormalized = new float[dy.length];
-        float[] dgate = new float[dy.length];
+        float[] dNormalized = Workspace.floats(dy.length); // both written whole below
+        float[] dgate = Workspace.floats(dy.length);
         Parallel.forBlocks(dy.length, 4096, (from, to) -> {
             for (int i = from; i < to; i++) {
                 dNormalized[i] = dy[i] * sig[i];

@@ -6,6 +6,7 @@ import io.kdapack.core.kda.KdaInputs;
 import io.kdapack.core.kda.KdaOptions;
 import io.kdapack.core.kda.KdaTape;
 import io.kdapack.core.kda.Segments;
+import io.kdapack.core.linalg.Workspace;
 import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.model.KdaState;
 import io.kdapack.core.nn.GatedRmsNorm;
@@ -230,11 +231,21 @@ public final class KimiDeltaAttention implements Layer {
         KdaBackend.KdaGradients op = backend.backward(saved.kda(), normGrads.dx(), null);
         Parallel.addInto(aLog.grads(), op.dALog());
         Parallel.addInto(dtBias.grads(), op.dDtBias());
-        Parallel.addInto(dx, qProj.backward(saved.q(), qConv.backward(saved.qConv(), op.dq())));
-        Parallel.addInto(dx, kProj.backward(saved.k(), kConv.backward(saved.kConv(), op.dk())));
-        Parallel.addInto(dx, vProj.backward(saved.v(), vConv.backward(saved.vConv(), op.dv())));
-        Parallel.addInto(dx, fProj0.backward(saved.f0(), fProj1.backward(saved.f1(), op.dg())));
-        Parallel.addInto(dx, bProj.backward(saved.beta(), op.dBeta()));
+        addBackward(dx, qProj, saved.q(), qConv.backward(saved.qConv(), op.dq()));
+        addBackward(dx, kProj, saved.k(), kConv.backward(saved.kConv(), op.dk()));
+        addBackward(dx, vProj, saved.v(), vConv.backward(saved.vConv(), op.dv()));
+        addBackward(dx, fProj0, saved.f0(), fProj1.backward(saved.f1(), op.dg()));
+        addBackward(dx, bProj, saved.beta(), op.dBeta());
         return dx;
+    }
+
+    /**
+     * {@code dx += proj.backward(saved, dy)}; that product and {@code dy}, dead from here on, go back to the step's
+     * workspace (where it lent them).
+     */
+    private static void addBackward(float[] dx, Linear proj, Linear.Saved saved, float[] dy) {
+        float[] part = proj.backward(saved, dy);
+        Parallel.addInto(dx, part);
+        Workspace.release(part, dy);
     }
 }

@@ -1,5 +1,6 @@
 package io.kdapack.core.nn;
 
+import io.kdapack.core.linalg.Workspace;
 import java.util.List;
 
 /**
@@ -52,7 +53,7 @@ public final class Linear implements Layer {
     /** {@code y [T,out]} for {@code x [T,in]}. */
     public Saved forward(float[] x, int tokens) {
         Shapes.check(weight.name() + " input", x, tokens, inFeatures);
-        float[] y = new float[tokens * outFeatures];
+        float[] y = Workspace.floats(tokens * outFeatures); // the product overwrites it
         Parallel.gemm(false, true, tokens, outFeatures, inFeatures, 1f, x, 0, inFeatures, weight.values(), 0, inFeatures,
                 0f, y, 0, outFeatures);
         if (bias != null) {
@@ -71,7 +72,7 @@ public final class Linear implements Layer {
     public float[] backward(Saved saved, float[] dy) {
         int tokens = saved.tokens();
         Shapes.check(weight.name() + " output gradient", dy, tokens, outFeatures);
-        float[] dx = new float[tokens * inFeatures];
+        float[] dx = Workspace.floats(tokens * inFeatures); // the product overwrites it
         Parallel.gemm(false, false, tokens, inFeatures, outFeatures, 1f, dy, 0, outFeatures, weight.values(), 0,
                 inFeatures, 0f, dx, 0, inFeatures);
         Parallel.gemm(true, false, outFeatures, inFeatures, tokens, 1f, dy, 0, outFeatures, saved.input(), 0, inFeatures,

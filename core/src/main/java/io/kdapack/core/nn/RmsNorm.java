@@ -1,5 +1,6 @@
 package io.kdapack.core.nn;
 
+import io.kdapack.core.linalg.Workspace;
 import java.util.List;
 
 /**
@@ -44,7 +45,7 @@ public final class RmsNorm implements Layer {
     /** Normalises each of the {@code rows} rows of {@code x [rows,d]}. */
     public Saved forward(float[] x, int rows) {
         Shapes.check(weight.name() + " input", x, rows, dim);
-        float[] y = new float[rows * dim];
+        float[] y = Workspace.floats(rows * dim); // written whole below
         float[] inverseRms = new float[rows];
         float[] w = weight.values();
         Parallel.forBlocks(rows, 64, (from, to) -> {
@@ -74,7 +75,7 @@ public final class RmsNorm implements Layer {
         float[] x = saved.input();
         float[] inv = saved.inverseRms();
         float[] w = weight.values();
-        float[] dx = new float[rows * dim];
+        float[] dx = Workspace.floats(rows * dim); // written whole below
         Parallel.forBlocks(rows, 64, (from, to) -> {
             for (int r = from; r < to; r++) {
                 int base = r * dim;

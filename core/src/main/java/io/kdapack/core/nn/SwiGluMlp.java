@@ -2,6 +2,7 @@ package io.kdapack.core.nn;
 
 import io.kdapack.core.linalg.ExpKernels;
 import io.kdapack.core.linalg.VectorWidth;
+import io.kdapack.core.linalg.Workspace;
 import java.util.List;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -41,7 +42,7 @@ public final class SwiGluMlp implements Layer {
         Linear.Saved up = upProj.forward(x, tokens);
         float[] g = gate.output();
         float[] u = up.output();
-        float[] h = new float[g.length];
+        float[] h = Workspace.floats(g.length); // written whole below
         Parallel.forBlocks(h.length, 4096, (from, to) -> {
             int i = from;
             for (; i <= to - LANES; i += LANES) {
@@ -59,8 +60,8 @@ public final class SwiGluMlp implements Layer {
         float[] dh = downProj.backward(saved.down(), dy);
         float[] g = saved.gate().output();
         float[] u = saved.up().output();
-        float[] dg = new float[g.length];
-        float[] du = new float[g.length];
+        float[] dg = Workspace.floats(g.length); // both written whole below
+        float[] du = Workspace.floats(g.length);
         Parallel.forBlocks(g.length, 4096, (from, to) -> {
             int i = from;
             for (; i <= to - LANES; i += LANES) {
@@ -77,9 +78,14 @@ public final class SwiGluMlp implements Layer {
                 dg[i] = dh[i] * u[i] * s * (1f + g[i] * (1f - s));
             }
         });
+        // This layer's activations and temporaries are dead from here on: back to the step's workspace for the next.
+        Workspace.release(dh, saved.down().input());
         float[] dx = gateProj.backward(saved.gate(), dg);
+        Workspace.release(dg, g);
         float[] dxUp = upProj.backward(saved.up(), du);
+        Workspace.release(du, u);
         Parallel.addInto(dx, dxUp);
+        Workspace.release(dxUp);
         return dx;
     }
 
