@@ -1,9 +1,11 @@
 package io.kdapack.core.linalg;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -19,7 +21,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Confinement: a workspace lends only on the thread that opened it ({@link #open}), for the extent of the
  * returned scope; anywhere else, and for arrays under {@value #MIN_LENGTH} floats, the methods allocate as
  * {@code new float[n]} does. Everything lent in a scope must be unreachable once the scope closes: the step's results
- * never come from here. What a workspace keeps between steps is what the last step borrowed, at most
+ * never come from here. Arrays dead before then go back early ({@link #release}, {@link #releaseLent}: the model gives
+ * back each layer's activations and temporaries once its backward has run), so that a step holds no more than it would
+ * allocate live at once. What a workspace keeps between steps is what the last step borrowed, at most
  * {@link #limitBytes} (beyond it the step allocates as usual).
  */
 public final class Workspace {
@@ -28,19 +32,25 @@ public final class Workspace {
     /** Floats zeroed per parallel task. */
     private static final int ZERO_BLOCK = 1 << 16;
     private static final ThreadLocal<Workspace> OPEN = new ThreadLocal<>();
+    private static final Workspace SHARED = new Workspace(Runtime.getRuntime().maxMemory() / 8);
 
     private final long limitBytes;
     private final Map<Integer, ArrayDeque<float[]>> free = new HashMap<>();
-    /** Lent in this scope and not given back, by identity. */
-    private final Map<float[], Boolean> lent = new IdentityHashMap<>();
+    /** Lent in this scope and not given back, by identity, each with its place in {@link #order}. */
+    private final Map<float[], Integer> lent = new IdentityHashMap<>();
+    /** Every lending of this scope, in order: an array given back and lent again appears again. */
+    private final List<float[]> order = new ArrayList<>();
     /** Every array lent in this scope, by identity: what the workspace keeps for the next. */
     private final Map<float[], Boolean> used = new IdentityHashMap<>();
     private long usedBytes;
     private final AtomicBoolean inUse = new AtomicBoolean();
 
-    /** A workspace keeping at most a quarter of the JVM's maximum heap. */
-    public Workspace() {
-        this(Runtime.getRuntime().maxMemory() / 4);
+    /**
+     * The workspace the models of this JVM share, keeping at most an eighth of the maximum heap: one step at a time
+     * lends from it (a step running at the same time as another allocates as usual).
+     */
+    public static Workspace shared() {
+        return SHARED;
     }
 
     /** @param limitBytes the most this workspace lends in one scope and keeps between scopes, ≥ 0 */
@@ -80,10 +90,11 @@ public final class Workspace {
             OPEN.remove();
             free.clear();
             for (float[] array : used.keySet()) {
-                free.computeIfAbsent(array.length, n -> new ArrayDeque<>()).push(array);
+                giveBack(array);
             }
             used.clear();
             lent.clear();
+            order.clear();
             usedBytes = 0;
             inUse.set(false);
         }
@@ -122,9 +133,51 @@ public final class Workspace {
         }
         for (float[] array : arrays) {
             if (array != null && workspace.lent.remove(array) != null) {
-                workspace.free.computeIfAbsent(array.length, n -> new ArrayDeque<>()).push(array);
+                workspace.giveBack(array);
             }
         }
+    }
+
+    /**
+     * A point in this thread's lendings, for {@link #releaseLent}: what was lent so far (0 outside a scope). A layer's
+     * forward and backward are each a run of lendings between two marks.
+     */
+    public static int mark() {
+        Workspace workspace = OPEN.get();
+        return workspace == null ? 0 : workspace.order.size();
+    }
+
+    /**
+     * Gives back every array lent between marks {@code from} and {@code to} and not given back since, except those in
+     * {@code keep}: a layer's activations and temporaries once its backward has run, all but the gradient it returns.
+     * An array lent there, given back and lent again after {@code to} is left alone.
+     */
+    public static void releaseLent(int from, int to, float[]... keep) {
+        Workspace workspace = OPEN.get();
+        if (workspace == null) {
+            return;
+        }
+        for (int i = from; i < to; i++) {
+            float[] array = workspace.order.get(i);
+            Integer at = workspace.lent.get(array);
+            if (at != null && at == i && !contains(keep, array)) {
+                workspace.lent.remove(array);
+                workspace.giveBack(array);
+            }
+        }
+    }
+
+    private static boolean contains(float[][] arrays, float[] array) {
+        for (float[] a : arrays) {
+            if (a == array) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void giveBack(float[] array) {
+        free.computeIfAbsent(array.length, n -> new ArrayDeque<>()).push(array);
     }
 
     private float[] lend(int n) {
@@ -143,7 +196,8 @@ public final class Workspace {
             used.put(array, Boolean.TRUE);
             usedBytes += 4L * n;
         }
-        lent.put(array, Boolean.TRUE);
+        lent.put(array, order.size());
+        order.add(array);
         return array;
     }
 }

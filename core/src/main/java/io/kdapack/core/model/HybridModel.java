@@ -48,7 +48,7 @@ public final class HybridModel implements LanguageModel {
     private final List<Parameter> parameters;
     private final KdaBackend kdaBackend;
     /** The arrays of a training step ({@link #run}), reused from step to step. */
-    private final Workspace workspace = new Workspace();
+    private final Workspace workspace = Workspace.shared();
 
     /**
      * A model with every projection zero and norms one: call {@link #initialize(long)} or {@link #load(SafeTensors)}.
@@ -265,11 +265,14 @@ public final class HybridModel implements LanguageModel {
 
             float[] x = embedTokens.forward(batch.tokens());
             List<DecoderLayer.Saved> saved = new ArrayList<>(layers.size());
-            for (DecoderLayer layer : layers) {
-                DecoderLayer.Saved s = layer.forward(x, layout);
+            int[] forwardMarks = new int[layers.size() + 1]; // layer i's forward lends between marks i and i+1
+            for (int i = 0; i < layers.size(); i++) {
+                forwardMarks[i] = Workspace.mark();
+                DecoderLayer.Saved s = layers.get(i).forward(x, layout);
                 saved.add(s);
                 x = s.output();
             }
+            forwardMarks[layers.size()] = Workspace.mark();
             RmsNorm.Saved last = norm.forward(x, tokens);
             float[] h = last.output();
             // Each head's loss and its backward through the head in one pass (the logits a block of tokens at a time):
@@ -294,7 +297,16 @@ public final class HybridModel implements LanguageModel {
                 }
                 float[] dx = norm.backward(last, dh);
                 for (int i = layers.size() - 1; i >= 0; i--) {
-                    dx = layers.get(i).backward(saved.get(i), dx);
+                    int backwardMark = Workspace.mark();
+                    float[] dy = dx;
+                    dx = layers.get(i).backward(saved.get(i), dy);
+                    // Layer i's activations (its output was the input of the layer after, whose backward has run)
+                    // and its backward's temporaries are dead, but for the gradient it hands on: back for reuse.
+                    Workspace.releaseLent(forwardMarks[i], forwardMarks[i + 1], dx);
+                    Workspace.releaseLent(backwardMark, Workspace.mark(), dx);
+                    if (dy != dx) {
+                        Workspace.release(dy);
+                    }
                 }
                 embedTokens.backward(batch.tokens(), dx);
             }
