@@ -22,13 +22,17 @@ import java.util.stream.IntStream;
  * loop up within microseconds. The cost is a core kept busy for at most {@value #LINGER_NANOS} ns after a loop when
  * no other follows, and it stops at once when the pool has other tasks queued.
  *
- * <p>A loop's iterations are claimed one at a time, in order, by the calling thread and the lingering workers, so
- * iterations listed longest first spread evenly. Which thread runs an iteration never changes a result: the bodies
- * write disjoint data (see the callers).
+ * <p>Each participant of a loop (the caller, then each worker in the order it joins) owns an equal range of its
+ * iterations and takes them from the front; one that has run out takes the others' from the back. So a thread meets
+ * the rows of the next loop it wrote in the last, still in its core's cache (claiming every iteration in turn instead
+ * made the step 4.5 % slower), and a worker that joins late costs no more than its share. {@link #runInOrder} hands
+ * the iterations out one at a time, in order, for work listed longest first. Which thread runs an iteration never
+ * changes a result: the bodies write disjoint data (see the callers). One loop runs on a team at a time; a second at
+ * once (nested in a body, or from another thread) runs as a parallel stream of the pool.
  */
 public final class Team {
     /** How long a worker waits, spinning, for the next loop after its last iteration. */
-    static final long LINGER_NANOS = Long.getLong("kdapack.linger.nanos", 1_000_000L);
+    static final long LINGER_NANOS = 1_000_000L;
     private static final Map<ForkJoinPool, Team> TEAMS = Collections.synchronizedMap(new WeakHashMap<>());
 
     private final ForkJoinPool pool;
@@ -140,11 +144,9 @@ public final class Team {
     }
 
     /**
-     * One parallel loop. Participant {@code p} of {@code P} (the caller 0, each worker that joins the next number) owns
-     * the iterations {@code [p·count/P, (p+1)·count/P)} and takes them from the front; one that has run out takes
-     * others' from the back. So a loop's iterations meet the same thread as the same iterations of the loop before
-     * (each product's rows, each elementwise pass's blocks: data a core wrote is still in its cache), and a
-     * participant that starts late costs no more than its share. Counted when finished; the first failure kept.
+     * One parallel loop: participant {@code p} of {@code P} (the caller 0, each worker that joins the next number) owns
+     * the iterations {@code [p·count/P, (p+1)·count/P)} (see the class comment). Iterations are counted when finished;
+     * the first failure is kept.
      */
     private static final class Loop {
         private final int count;
