@@ -464,9 +464,9 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks): those of the calling
-     * fork-join task's pool where there is one (a layer's call inside a training step: one pool, whose workers linger
-     * between the step's loops, {@link Team}), else this backend's. Each worker takes the next block in order until
+     * Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks): those of the
+     * calling fork-join task's pool where there is one (a layer's call inside a training step: one pool, whose workers
+     * linger between the step's loops, {@link Team}), else this backend's. Each worker takes the next block in order until
      * none is left, so blocks listed longest first are spread evenly. Results do not depend on which pool ran them.
      */
     private void runBlocks(int count, IntConsumer block) {
