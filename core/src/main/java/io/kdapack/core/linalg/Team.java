@@ -1,5 +1,6 @@
 package io.kdapack.core.linalg;
 
+import java.lang.ref.WeakReference;
 import java.util.Collections;
 import java.util.Map;
 import java.util.WeakHashMap;
@@ -33,9 +34,10 @@ import java.util.stream.IntStream;
 public final class Team {
     /** How long a worker waits, spinning, for the next loop after its last iteration. */
     static final long LINGER_NANOS = 1_000_000L;
+    /** Each pool's team, for as long as the pool lives (a team refers to its pool only weakly). */
     private static final Map<ForkJoinPool, Team> TEAMS = Collections.synchronizedMap(new WeakHashMap<>());
 
-    private final ForkJoinPool pool;
+    private final WeakReference<ForkJoinPool> pool;
     /** The workers besides the caller a loop can use: the pool's parallelism less one. */
     private final int helpers;
     /** The loop now running, or null; one at a time (a second, concurrent or nested, runs as a parallel stream). */
@@ -44,7 +46,7 @@ public final class Team {
     private final AtomicInteger lingering = new AtomicInteger();
 
     private Team(ForkJoinPool pool) {
-        this.pool = pool;
+        this.pool = new WeakReference<>(pool);
         this.helpers = pool.getParallelism() - 1;
     }
 
@@ -93,8 +95,9 @@ public final class Team {
             }
             return;
         }
-        if (ForkJoinTask.getPool() != pool) {
-            pool.submit(() -> run(count, body, inOrder)).join();
+        ForkJoinPool workers = pool.get(); // reachable: the caller holds it, or runs in it
+        if (ForkJoinTask.getPool() != workers) {
+            workers.submit(() -> run(count, body, inOrder)).join();
             return;
         }
         Loop loop = new Loop(count, body, Math.min(helpers + 1, count), inOrder);
@@ -122,6 +125,7 @@ public final class Team {
      * {@link #LINGER_NANOS} or the pool has other tasks to run.
      */
     private void linger() {
+        ForkJoinPool workers = ForkJoinTask.getPool(); // this team's: a worker of it runs this
         try {
             long idleSince = System.nanoTime();
             for (int spins = 0; ; spins++) {
@@ -132,7 +136,7 @@ public final class Team {
                     continue;
                 }
                 if ((spins & 63) == 0 && (System.nanoTime() - idleSince > LINGER_NANOS
-                        || pool.hasQueuedSubmissions() || pool.getQueuedTaskCount() > 0)) {
+                        || workers.hasQueuedSubmissions() || workers.getQueuedTaskCount() > 0)) {
                     return;
                 }
                 Thread.onSpinWait();
