@@ -217,8 +217,8 @@ public final class Gemm {
     }
 
     /**
-     * Runs {@code body}, whose loops ({@link Team#forEach}) then run in {@code pool}: directly where the caller is one of
-     * the pool's workers (a layer's product inside the model's step), else as a task of the pool, joined. A worker
+     * Runs {@code body}, whose loops ({@link Team#forEach}) then run in {@code pool}: directly where the caller is one
+     * of the pool's workers (a layer's product inside the model's step), else as a task of the pool, joined. A worker
      * that submitted a task and joined it could find it stolen and block, and the pool would then start a spare
      * worker to keep its parallelism: three threads on two cores (seen in profiles of the model's step).
      */
