@@ -12,6 +12,7 @@ import io.kdapack.core.kda.KdaPreprocess;
 import io.kdapack.core.kda.KdaRecurrent;
 import io.kdapack.core.kda.Segments;
 import io.kdapack.core.kda.Varlen;
+import io.kdapack.core.linalg.Workspace;
 import io.kdapack.core.model.KdaConfig;
 import io.kdapack.core.nn.KimiDeltaAttention;
 import java.util.LinkedHashMap;
@@ -27,8 +28,9 @@ import java.util.Random;
  * heads), each timed as the median of several runs after warm-up runs, all six taking turns run by run so that their
  * ratios see the same machine.
  *
- * <p>Two cases: by default the training case, as the model calls the op (no initial states, no final states asked
- * for, no upstream gradient of them); with {@code states} (the inference prefill case, and the op's full contract)
+ * <p>Every call runs in a workspace scope, as inside a training step ({@link Workspace}: the call's results are lent
+ * by the step and reused by the next call). Two cases: by default the training case, as the model calls the op (no
+ * initial states, no final states asked for, no upstream gradient of them); with {@code states} (the inference prefill case, and the op's full contract)
  * every document has a random initial state, its final state is returned, and the backward takes a random
  * upstream gradient of the final states and returns the initial states' gradients. The unpacked run is the same
  * tokens as one document, in the same case (one initial and one final state).
@@ -246,12 +248,19 @@ public final class KdaBenchmark {
         }
 
         void forward(KdaBackend backend) {
-            backend.forward(inputs, options, states);
+            try (Workspace.Scope step = Workspace.shared().open()) {
+                backend.forward(inputs, options, states);
+            }
         }
 
-        /** A training step's pair: the forward that keeps its tape, then the backward through it. */
+        /**
+         * A training step's pair: the forward that keeps its tape, then the backward through it, in a workspace
+         * scope as a training step runs them (the results, dead once the call returns, are lent by it).
+         */
         void forwardBackward(KdaBackend backend) {
-            backend.backward(backend.forwardForBackward(inputs, options, states), dO, dHt);
+            try (Workspace.Scope step = Workspace.shared().open()) {
+                backend.backward(backend.forwardForBackward(inputs, options, states), dO, dHt);
+            }
         }
 
         private static float[] normal(Random rnd, int n) {

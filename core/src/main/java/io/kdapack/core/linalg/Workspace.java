@@ -23,8 +23,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code new float[n]} does. Everything lent in a scope must be unreachable once the scope closes: the step's results
  * never come from here. Arrays dead before then go back early ({@link #release}, {@link #releaseLent}: the model gives
  * back each layer's activations and temporaries once its backward has run), so that a step holds no more than it would
- * allocate live at once. What a workspace keeps between steps is what the last step borrowed, at most
- * {@link #limitBytes} (beyond it the step allocates as usual).
+ * allocate live at once. What a workspace keeps between steps is what the last step borrowed and, as long as they fit,
+ * the arrays of earlier steps: at most {@link #limitBytes} (beyond it a step allocates as usual).
  */
 public final class Workspace {
     /** Shorter arrays come from the thread's allocation buffer, cheaply. */
@@ -88,8 +88,25 @@ public final class Workspace {
                 return;
             }
             OPEN.remove();
+            // Kept: every array this scope borrowed, then those of earlier scopes it did not need, while they fit in
+            // the limit (a step of another shape, or an unrelated call between two steps, does not empty it).
+            List<float[]> earlier = new ArrayList<>();
+            for (ArrayDeque<float[]> same : free.values()) {
+                for (float[] array : same) {
+                    if (!used.containsKey(array)) {
+                        earlier.add(array);
+                    }
+                }
+            }
             free.clear();
-            for (float[] array : used.keySet()) {
+            long keptBytes = usedBytes;
+            for (float[] array : earlier) {
+                if (keptBytes + 4L * array.length <= limitBytes) {
+                    keptBytes += 4L * array.length;
+                    giveBack(array);
+                }
+            }
+            for (float[] array : used.keySet()) { // last, so lent first
                 giveBack(array);
             }
             used.clear();
@@ -98,6 +115,11 @@ public final class Workspace {
             usedBytes = 0;
             inUse.set(false);
         }
+    }
+
+    /** Whether this thread has a scope open that lends ({@link #open}). */
+    public static boolean lends() {
+        return OPEN.get() != null;
     }
 
     /** A zeroed {@code float[n]}. */

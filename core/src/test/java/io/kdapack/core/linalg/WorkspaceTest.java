@@ -77,6 +77,27 @@ class WorkspaceTest {
     }
 
     @Test
+    void aScopeThatNeedsOtherArraysLeavesTheEarlierOnesWithinTheLimit() {
+        Workspace workspace = new Workspace(4L * (N + N + 1));
+        float[] first;
+        try (Workspace.Scope scope = workspace.open()) {
+            first = Workspace.floats(N);
+        }
+        try (Workspace.Scope scope = workspace.open()) {
+            Workspace.floats(N + 1); // another shape: fits beside the first
+        }
+        try (Workspace.Scope scope = workspace.open()) {
+            assertSame(first, Workspace.floats(N));
+            Workspace.floats(N + 2); // over the limit with the other two: allocated, not kept
+        }
+        try (Workspace.Scope scope = workspace.open()) {
+            assertSame(first, Workspace.floats(N));
+            float[] other = Workspace.floats(N + 1);
+            assertEquals(N + 1, other.length);
+        }
+    }
+
+    @Test
     void lendsAndKeepsNoMoreThanItsLimit() {
         Workspace workspace = new Workspace(4L * N * 2); // two arrays
         float[][] lent = new float[3][];
