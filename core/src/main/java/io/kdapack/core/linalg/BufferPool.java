@@ -2,6 +2,7 @@ package io.kdapack.core.linalg;
 
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -19,7 +20,8 @@ public final class BufferPool {
     public static final long KEPT_BYTES = 512L << 20;
 
     private final ConcurrentLinkedDeque<float[]> free = new ConcurrentLinkedDeque<>();
-    /** Bytes of the buffers in {@link #free}. */
+    /** Buffers and bytes in {@link #free}, kept beside it: the deque counts its size by walking it. */
+    private final AtomicInteger freeCount = new AtomicInteger();
     private final AtomicLong freeBytes = new AtomicLong();
 
     /** A buffer of exactly {@code length} floats with unspecified contents. */
@@ -27,6 +29,7 @@ public final class BufferPool {
         for (Iterator<float[]> it = free.iterator(); it.hasNext(); ) {
             float[] buffer = it.next();
             if (buffer.length == length && free.removeFirstOccurrence(buffer)) {
+                freeCount.decrementAndGet();
                 freeBytes.addAndGet(-4L * length);
                 return buffer;
             }
@@ -38,15 +41,17 @@ public final class BufferPool {
     public void give(float[]... buffers) {
         for (float[] buffer : buffers) {
             if (buffer != null) {
+                freeCount.incrementAndGet();
                 freeBytes.addAndGet(4L * buffer.length);
                 free.addFirst(buffer);
             }
         }
-        while (free.size() > KEPT || freeBytes.get() > KEPT_BYTES) {
+        while (freeCount.get() > KEPT || freeBytes.get() > KEPT_BYTES) {
             float[] dropped = free.pollLast();
             if (dropped == null) {
                 break;
             }
+            freeCount.decrementAndGet();
             freeBytes.addAndGet(-4L * dropped.length);
         }
     }
