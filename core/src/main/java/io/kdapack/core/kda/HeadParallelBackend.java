@@ -170,6 +170,16 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         return false;
     }
 
+    /**
+     * Whether {@link #forwardHeads} writes (not adds to) every element of its tokens' rows of the outputs, and
+     * {@link #backwardHeads}, where the kernels prepare rows ({@link #preparesRows}), every element of its tokens'
+     * rows of the raw gradients: then only the rows of padding tokens, which no task covers, need zeros
+     * ({@link #results}); false unless a subclass does.
+     */
+    boolean writesWholeRows() {
+        return false;
+    }
+
     /** What a training forward of {@code in} keeps; {@link Keep#STATES} unless a subclass knows better. */
     public Keep keepForBackward(KdaInputs in) {
         return Keep.STATES;
@@ -224,12 +234,12 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
             grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
                     new float[rows * in.valueDim()], buffers.take(rows * in.keyDim()), buffers.take(rows), null);
         } else {
-            float[][] raw = zeroed(keyRows * in.keyDim(), keyRows * in.keyDim(), rows * in.valueDim(),
-                    rows * in.keyDim());
+            float[][] raw = results(in, writesWholeRows(), keyRows * in.keyDim(), keyRows * in.keyDim(),
+                    rows * in.valueDim(), rows * in.keyDim());
             grads = new HeadGradients(raw[0], raw[1], raw[2], raw[3], new float[rows],
                     in.aLog() != null ? new double[rows] : null);
         }
-        float[] dH0 = in.h0() == null ? null : zeroed(Math.toIntExact(in.stateSize()))[0];
+        float[] dH0 = in.h0() == null ? null : results(in, false, Math.toIntExact(in.stateSize()))[0];
         int[] runs = recorded.runs;
         runTasks(in, runs, (first, group) -> {
             List<H> kept = new ArrayList<>(group);
@@ -264,8 +274,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         KdaPreprocess.Prepared p = rows != null ? null
                 : KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
         // The outputs are the result itself: token-major, padding rows zero.
-        float[] o = zeroed(in.tokens() * in.valueHeads() * in.valueDim())[0];
-        float[] ht = finalStates ? zeroed(Math.toIntExact(in.stateSize()))[0] : null;
+        float[] o = results(in, writesWholeRows(), in.tokens() * in.valueHeads() * in.valueDim())[0];
+        float[] ht = finalStates ? results(in, false, Math.toIntExact(in.stateSize()))[0] : null;
         int[] runs = runs(in.segments());
         Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * in.valueHeads()];
         runTasks(in, runs, (first, group) -> {
@@ -453,30 +463,47 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
                 in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta(), null);
     }
 
-    /**
-     * Zeroed arrays of the given lengths for a call's results. Inside a training step ({@link Workspace#lends}) they
-     * come from the step's workspace, zeroed by this backend's workers in {@value #ZERO_PARTS} parts each: fresh arrays for the results (20 MiB at T 4096, 4 heads)
-     * cost 15 % of the call, in turns. Elsewhere they are new, allocated on the workers at once: the JVM zeroes an array
-     * on the thread that allocates it, and a call's results of several MiB zeroed one after another on the calling
-     * thread leave the other workers idle.
-     */
+    /** Parts a result is zeroed in, on the workers. */
     private static final int ZERO_PARTS = 8;
 
-    private float[][] zeroed(int... lengths) {
+    /**
+     * Arrays of the given lengths for a call's results, zero except where the tasks will write them: with
+     * {@code wholeRows} (token-major arrays, {@code T} rows, each of whose rows the tasks write whole where its token is
+     * in a segment: {@link #writesWholeRows}) only the padding tokens' rows are zeroed, else everything. Inside a
+     * training step ({@link Workspace#lends}) they come from the step's workspace, zeroed by this backend's workers in
+     * {@value #ZERO_PARTS} parts each: fresh arrays for the results (20 MiB at T 4096, 4 heads) cost 15 % of the call,
+     * in turns, and zeroing the reused ones another 4 % (docs/kda.md). Elsewhere they are new, allocated on the workers
+     * at once: the JVM zeroes an array on the thread that allocates it, and a call's results of several MiB zeroed one
+     * after another on the calling thread leave the other workers idle.
+     */
+    private float[][] results(KdaInputs in, boolean wholeRows, int... lengths) {
         float[][] arrays = new float[lengths.length][];
-        if (Workspace.lends()) {
-            for (int i = 0; i < lengths.length; i++) {
-                arrays[i] = Workspace.floats(lengths[i]);
-            }
-            runBlocks(lengths.length * ZERO_PARTS, b -> {
-                float[] array = arrays[b / ZERO_PARTS];
-                int part = b % ZERO_PARTS;
-                Arrays.fill(array, (int) ((long) array.length * part / ZERO_PARTS),
-                        (int) ((long) array.length * (part + 1) / ZERO_PARTS), 0f);
-            });
-        } else {
+        if (!Workspace.lends()) {
             runBlocks(lengths.length, i -> arrays[i] = new float[lengths[i]]);
+            return arrays;
         }
+        for (int i = 0; i < lengths.length; i++) {
+            arrays[i] = Workspace.floats(lengths[i]);
+        }
+        if (wholeRows) {
+            Segments seg = in.segments();
+            for (float[] array : arrays) {
+                int width = seg.tokens() == 0 ? 0 : array.length / seg.tokens();
+                int from = 0; // the first token after the previous segment
+                for (int n = 0; n < seg.count(); n++) {
+                    Arrays.fill(array, from * width, seg.start(n) * width, 0f);
+                    from = seg.end(n);
+                }
+                Arrays.fill(array, from * width, array.length, 0f);
+            }
+            return arrays;
+        }
+        runBlocks(lengths.length * ZERO_PARTS, b -> {
+            float[] array = arrays[b / ZERO_PARTS];
+            int part = b % ZERO_PARTS;
+            Arrays.fill(array, (int) ((long) array.length * part / ZERO_PARTS),
+                    (int) ((long) array.length * (part + 1) / ZERO_PARTS), 0f);
+        });
         return arrays;
     }
 

@@ -103,6 +103,12 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return rowsInChunks && in.valueHeads() == in.heads();
     }
 
+    /** The chunks write their rows of the outputs, and of the raw gradients where they prepare rows, whole. */
+    @Override
+    boolean writesWholeRows() {
+        return true;
+    }
+
     @Override
     public String name() {
         return "cpu-chunked";
