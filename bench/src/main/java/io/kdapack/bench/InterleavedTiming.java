@@ -9,6 +9,13 @@ import java.util.Map;
 /**
  * Median wall times of several actions measured in turn, run by run, so that a change in the machine's speed
  * (other processes, a neighbour on the host) touches all of them alike and their ratios stay meaningful.
+ *
+ * <p>An action also runs faster or slower for what ran just before it: what that left in the caches, whether the
+ * pool's workers were still awake. On the CPU VM of 2026-12-06 the KDA training call ran 7.5 % slower after the call
+ * of the per-call preprocessing than after itself, and in a fixed order {@code bench kda} timed the same call 1.07–1.11×
+ * slower as the "packed" action than as the "unpacked" one (docs/kda.md). So the timed rounds follow a carry-over
+ * balanced order ({@link #balancedOrders}): over each full cycle of its rows, every action follows every other action
+ * equally often.
  */
 public final class InterleavedTiming {
 
@@ -18,7 +25,8 @@ public final class InterleavedTiming {
     }
 
     /**
-     * Runs every action {@code warmUp} times, then {@code repeats} rounds of one run each, in order.
+     * Runs every action {@code warmUp} times, in order, then {@code repeats} rounds of one run each, in the orders of
+     * {@link #balancedOrders} (a multiple of their number balances the rounds fully).
      *
      * @return the median seconds of each action, in the order given
      */
@@ -58,8 +66,9 @@ public final class InterleavedTiming {
         }
         double[][] wall = new double[actions.length][repeats];
         double[][] cpu = new double[actions.length][repeats];
+        int[][] orders = balancedOrders(actions.length);
         for (int i = 0; i < repeats; i++) {
-            for (int a = 0; a < actions.length; a++) {
+            for (int a : orders[i % orders.length]) {
                 Map<Long, Long> cpu0 = threadCpuNanos();
                 long t0 = System.nanoTime();
                 actions[a].run();
@@ -74,6 +83,29 @@ public final class InterleavedTiming {
             cpuMedians[a] = median(cpu[a]);
         }
         return new Medians(wallMedians, cpuMedians);
+    }
+
+    /**
+     * The orders of the rounds for {@code n} actions: a Williams design, the Latin square in which every action
+     * immediately follows every other exactly once over its {@code n} rows (for odd {@code n} that square and its rows
+     * reversed, {@code 2n} rows, each ordered pair twice). Row {@code r} is {@code r + c_j mod n} for
+     * {@code c = 0, 1, n−1, 2, n−2, …}.
+     */
+    static int[][] balancedOrders(int n) {
+        int[] columns = new int[n];
+        for (int j = 1; j < n; j++) {
+            columns[j] = j % 2 == 1 ? (j + 1) / 2 : n - j / 2;
+        }
+        int[][] orders = new int[n == 0 ? 1 : n % 2 == 0 ? n : 2 * n][n]; // no actions: one empty round
+        for (int r = 0; r < n; r++) {
+            for (int j = 0; j < n; j++) {
+                orders[r][j] = (r + columns[j]) % n;
+                if (n % 2 == 1) {
+                    orders[n + r][n - 1 - j] = orders[r][j];
+                }
+            }
+        }
+        return orders;
     }
 
     /** Refuses warm-up seconds that are negative, NaN or infinite, naming the value. */

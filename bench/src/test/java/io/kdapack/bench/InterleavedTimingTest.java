@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 class InterleavedTimingTest {
@@ -15,10 +17,31 @@ class InterleavedTimingTest {
     void actionsTakeTurnsAndEachGetsItsOwnMedian() {
         List<String> order = new ArrayList<>();
         double[] medians = InterleavedTiming.medians(1, 3, () -> order.add("a"), () -> order.add("b"));
-        assertEquals(List.of("a", "b", "a", "b", "a", "b", "a", "b"), order);
+        assertEquals(List.of("a", "b", "a", "b", "b", "a", "a", "b"), order, "warm-up in order, then balanced rounds");
         assertEquals(2, medians.length);
         for (double m : medians) {
             assertTrue(m >= 0 && m < 1, "median " + m);
+        }
+    }
+
+    @Test
+    void overAFullCycleEveryActionFollowsEveryOtherEquallyOften() {
+        for (int n = 1; n <= 7; n++) {
+            int[][] orders = InterleavedTiming.balancedOrders(n);
+            assertEquals(n % 2 == 0 ? n : 2 * n, orders.length, "rows for " + n);
+            int[][] follows = new int[n][n];
+            for (int[] order : orders) {
+                assertArrayEquals(IntStream.range(0, n).toArray(), IntStream.of(order).sorted().toArray(),
+                        "each round runs every action once: " + Arrays.toString(order));
+                for (int i = 1; i < n; i++) {
+                    follows[order[i - 1]][order[i]]++;
+                }
+            }
+            for (int a = 0; a < n; a++) {
+                for (int b = 0; b < n; b++) {
+                    assertEquals(a == b ? 0 : orders.length / n, follows[a][b], n + " actions: " + b + " after " + a);
+                }
+            }
         }
     }
 

@@ -57,7 +57,7 @@ public final class KdaBenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         KdaBenchmark.Config config = new KdaBenchmark.Config(tokens, heads, valueHeads == null ? heads : valueHeads,
                 keyDim, valueDim, docs, states, layerOptions, lowerBound, threads.count(),
-                timing.warmUp(12), timing.repeats(7));
+                timing.warmUp(12), timing.repeats(12));
         System.out.println(new ObjectMapper().writeValueAsString(KdaBenchmark.run(config)));
         return 0;
     }

@@ -10,8 +10,8 @@ final class TimingOptions {
             + "bench model 3, and more until 10 s have passed).")
     Integer warmUp;
 
-    @Option(names = "--repeats", description = "Timed runs per measurement; the median is reported (default: 7 for "
-            + "bench kda, 5 for bench model).")
+    @Option(names = "--repeats", description = "Timed runs per measurement; the median is reported (default: 12 for "
+            + "bench kda, two cycles of its six actions' carry-over balanced order; 5 for bench model).")
     Integer repeats;
 
     /** The warm-up runs asked for, or the benchmark's own default. */
