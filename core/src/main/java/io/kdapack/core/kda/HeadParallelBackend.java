@@ -361,18 +361,15 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
 
     /**
      * Value heads a task takes together ({@link #forwardHeads}), given the {@code runs} of documents of a call: the
-     * most that divide HV and still leave a task for every worker, or one. Token-major, the rows of neighbouring heads
-     * are neighbours in memory ({@code HV·K} floats from a token to the next): a task that walks its heads chunk by
-     * chunk reads and writes its tokens' rows together, where one head at a time met them a quarter at a time (at 64
-     * documents, four heads a task on one thread and two on two: the training call 6.5 % and 5.4 % faster, in turns).
-     * That locality outweighs finer shares of the work: on two threads, four heads a task rather than two (two tasks
-     * for two runs of documents, where two tasks a worker were asked for before) made the call 3–6.5 % faster over 1–256
-     * documents, in turns (docs/kda.md). Whatever the group, each head's arithmetic is the same, so the results do not
-     * depend on it.
+     * most that divide HV and still leave at least two tasks a worker, or one. Token-major, the rows of neighbouring
+     * heads are neighbours in memory ({@code HV·K} floats from a token to the next): a task that walks its heads chunk
+     * by chunk reads and writes its tokens' rows together, where one head at a time met them a quarter at a time (at 64
+     * documents, four heads a task on one thread and two on two: the training call 6.5 % and 5.4 % faster, in turns;
+     * docs/kda.md). Whatever the group, each head's arithmetic is the same, so the results do not depend on it.
      */
     private int headsPerTask(int hv, int runs) {
         for (int group = hv; group > 1; group--) {
-            if (hv % group == 0 && (long) runs * (hv / group) >= threads) {
+            if (hv % group == 0 && (long) runs * (hv / group) >= 2L * threads) {
                 return group;
             }
         }
