@@ -12,10 +12,10 @@ import java.util.Map;
  *
  * <p>An action also runs faster or slower for what ran just before it: what that left in the caches, whether the
  * pool's workers were still awake. On the CPU VM of 2026-12-06 the KDA training call ran 7.5 % slower after the call
- * of the per-call preprocessing than after itself, and in a fixed order {@code bench kda} timed the same call 1.07–1.11×
- * slower as the "packed" action than as the "unpacked" one (docs/kda.md). So the timed rounds follow a carry-over
- * balanced order ({@link #balancedOrders}): over each full cycle of its rows, every action follows every other action
- * equally often.
+ * of the per-call preprocessing than after itself, and in a fixed order {@code bench kda} timed the same call
+ * 1.07–1.11× slower as the "packed" action than as the "unpacked" one (docs/kda.md). So the timed rounds follow a
+ * carry-over balanced order ({@link #balancedOrders}): over each full cycle of its rows, every action follows every
+ * other action equally often.
  */
 public final class InterleavedTiming {
 

@@ -468,13 +468,13 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
 
     /**
      * Arrays of the given lengths for a call's results, zero except where the tasks will write them: with
-     * {@code wholeRows} (token-major arrays, {@code T} rows, each of whose rows the tasks write whole where its token is
-     * in a segment: {@link #writesWholeRows}) only the padding tokens' rows are zeroed, else everything. Inside a
-     * training step ({@link Workspace#lends}) they come from the step's workspace, zeroed by this backend's workers in
-     * {@value #ZERO_PARTS} parts each: fresh arrays for the results (20 MiB at T 4096, 4 heads) cost 15 % of the call,
-     * in turns, and zeroing the reused ones another 4 % (docs/kda.md). Elsewhere they are new, allocated on the workers
-     * at once: the JVM zeroes an array on the thread that allocates it, and a call's results of several MiB zeroed one
-     * after another on the calling thread leave the other workers idle.
+     * {@code wholeRows} (token-major arrays of {@code T} rows, which the tasks write whole where the token is in a
+     * segment: {@link #writesWholeRows}) only the padding tokens' rows are zeroed, else everything. Inside a training
+     * step ({@link Workspace#lends}) they come from the step's workspace, zeroed (where they must be) by this backend's
+     * workers in {@value #ZERO_PARTS} parts each: fresh arrays for the results (20 MiB at T 4096, 4 heads) cost 15 % of
+     * the call, in turns, and zeroing the reused ones whole another 2–3 % (docs/kda.md). Elsewhere they are new,
+     * allocated on the workers at once: the JVM zeroes an array on the thread that allocates it, and a call's results
+     * of several MiB zeroed one after another on the calling thread leave the other workers idle.
      */
     private float[][] results(KdaInputs in, boolean wholeRows, int... lengths) {
         float[][] arrays = new float[lengths.length][];
@@ -510,8 +510,9 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     /**
      * Runs {@code block.accept(b)} for {@code b = 0 … count−1} on the workers (independent blocks): those of the
      * calling fork-join task's pool where there is one (a layer's call inside a training step: one pool, whose workers
-     * linger between the step's loops, {@link Team}), else this backend's. Each worker takes the next block in order until
-     * none is left, so blocks listed longest first are spread evenly. Results do not depend on which pool ran them.
+     * linger between the step's loops, {@link Team}), else this backend's. Each worker takes the next block in order
+     * until none is left, so blocks listed longest first are spread evenly. Results do not depend on which pool ran
+     * them.
      */
     private void runBlocks(int count, IntConsumer block) {
         if (pool == null || count <= 1) {
