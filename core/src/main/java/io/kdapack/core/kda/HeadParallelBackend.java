@@ -171,12 +171,13 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     }
 
     /**
-     * Whether {@link #forwardHeads} writes (not adds to) every element of its tokens' rows of the outputs, and
-     * {@link #backwardHeads}, where the kernels prepare rows ({@link #preparesRows}), every element of its tokens'
-     * rows of the raw gradients: then only the rows of padding tokens, which no task covers, need zeros
-     * ({@link #results}); false unless a subclass does.
+     * Whether {@link #forwardHeads} writes (not adds to) every element of its tokens' rows of the outputs and of its
+     * documents' final states, and {@link #backwardHeads} every element of its documents' initial-state gradients and,
+     * where the kernels prepare rows ({@link #preparesRows}), of its tokens' rows of the raw gradients: then only what
+     * no task covers needs zeros, the padding tokens' rows and the zero-length documents' states ({@link #results});
+     * false unless a subclass does.
      */
-    boolean writesWholeRows() {
+    boolean writesWholeResults() {
         return false;
     }
 
@@ -234,12 +235,13 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
             grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
                     new float[rows * in.valueDim()], buffers.take(rows * in.keyDim()), buffers.take(rows), null);
         } else {
-            float[][] raw = results(in, writesWholeRows(), keyRows * in.keyDim(), keyRows * in.keyDim(),
+            float[][] raw = results(in, Covered.TOKEN_ROWS, keyRows * in.keyDim(), keyRows * in.keyDim(),
                     rows * in.valueDim(), rows * in.keyDim());
             grads = new HeadGradients(raw[0], raw[1], raw[2], raw[3], new float[rows],
                     in.aLog() != null ? new double[rows] : null);
         }
-        float[] dH0 = in.h0() == null ? null : results(in, false, Math.toIntExact(in.stateSize()))[0];
+        float[] dH0 = in.h0() == null ? null
+                : results(in, Covered.DOCUMENT_STATES, Math.toIntExact(in.stateSize()))[0];
         int[] runs = recorded.runs;
         runTasks(in, runs, (first, group) -> {
             List<H> kept = new ArrayList<>(group);
@@ -274,8 +276,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         KdaPreprocess.Prepared p = rows != null ? null
                 : KdaPreprocess.forward(in, options, this::runBlocks, buffers::take);
         // The outputs are the result itself: token-major, padding rows zero.
-        float[] o = results(in, writesWholeRows(), in.tokens() * in.valueHeads() * in.valueDim())[0];
-        float[] ht = finalStates ? results(in, false, Math.toIntExact(in.stateSize()))[0] : null;
+        float[] o = results(in, Covered.TOKEN_ROWS, in.tokens() * in.valueHeads() * in.valueDim())[0];
+        float[] ht = finalStates ? results(in, Covered.DOCUMENT_STATES, Math.toIntExact(in.stateSize()))[0] : null;
         int[] runs = runs(in.segments());
         Object[] heads = keep == Keep.NOTHING ? null : new Object[(runs.length - 1) * in.valueHeads()];
         runTasks(in, runs, (first, group) -> {
@@ -466,17 +468,25 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     /** Parts a result is zeroed in, on the workers. */
     private static final int ZERO_PARTS = 8;
 
+    /** How a result's elements fall to the tasks: what {@link #writesWholeResults} covers. */
+    private enum Covered {
+        /** {@code [T, …]} token-major: a row per token, written by the task of its segment; padding rows by none. */
+        TOKEN_ROWS,
+        /** {@code [N, …]}: a state per document, written by the tasks of its tokens; a zero-length one's by none. */
+        DOCUMENT_STATES
+    }
+
     /**
-     * Arrays of the given lengths for a call's results, zero except where the tasks will write them: with
-     * {@code wholeRows} (token-major arrays of {@code T} rows, which the tasks write whole where the token is in a
-     * segment: {@link #writesWholeRows}) only the padding tokens' rows are zeroed, else everything. Inside a training
-     * step ({@link Workspace#lends}) they come from the step's workspace, zeroed (where they must be) by this backend's
-     * workers in {@value #ZERO_PARTS} parts each: fresh arrays for the results (20 MiB at T 4096, 4 heads) cost 15 % of
-     * the call, in turns, and zeroing the reused ones whole another 2–3 % (docs/kda.md). Elsewhere they are new,
-     * allocated on the workers at once: the JVM zeroes an array on the thread that allocates it, and a call's results
-     * of several MiB zeroed one after another on the calling thread leave the other workers idle.
+     * Arrays of the given lengths for a call's results, laid out as {@code covered} says, zero except where the tasks
+     * will write them whole ({@link #writesWholeResults}: then only what no task covers is zeroed, else everything).
+     * Inside a training step ({@link Workspace#lends}) they come from the step's workspace, zeroed (where they must be)
+     * by this backend's workers in {@value #ZERO_PARTS} parts each: fresh arrays for the results (20 MiB at T 4096, 4
+     * heads) cost 15 % of the call, in turns, and zeroing the reused ones whole another 2–3 % (docs/kda.md).
+     * Elsewhere they are new, allocated on the workers at once: the JVM zeroes an array on the thread that allocates
+     * it, and a call's results of several MiB zeroed one after another on the calling thread leave the other workers
+     * idle.
      */
-    private float[][] results(KdaInputs in, boolean wholeRows, int... lengths) {
+    private float[][] results(KdaInputs in, Covered covered, int... lengths) {
         float[][] arrays = new float[lengths.length][];
         if (!Workspace.lends()) {
             runBlocks(lengths.length, i -> arrays[i] = new float[lengths[i]]);
@@ -485,16 +495,25 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         for (int i = 0; i < lengths.length; i++) {
             arrays[i] = Workspace.floats(lengths[i]);
         }
-        if (wholeRows) {
+        if (writesWholeResults()) {
             Segments seg = in.segments();
             for (float[] array : arrays) {
-                int width = seg.tokens() == 0 ? 0 : array.length / seg.tokens();
-                int from = 0; // the first token after the previous segment
-                for (int n = 0; n < seg.count(); n++) {
-                    Arrays.fill(array, from * width, seg.start(n) * width, 0f);
-                    from = seg.end(n);
+                if (covered == Covered.TOKEN_ROWS) {
+                    int width = seg.tokens() == 0 ? 0 : array.length / seg.tokens();
+                    int from = 0; // the first token after the previous segment
+                    for (int n = 0; n < seg.count(); n++) {
+                        Arrays.fill(array, from * width, seg.start(n) * width, 0f);
+                        from = seg.end(n);
+                    }
+                    Arrays.fill(array, from * width, array.length, 0f);
+                } else {
+                    int size = seg.count() == 0 ? 0 : array.length / seg.count();
+                    for (int n = 0; n < seg.count(); n++) {
+                        if (seg.length(n) == 0) {
+                            Arrays.fill(array, n * size, (n + 1) * size, 0f);
+                        }
+                    }
                 }
-                Arrays.fill(array, from * width, array.length, 0f);
             }
             return arrays;
         }

@@ -103,9 +103,12 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         return rowsInChunks && in.valueHeads() == in.heads();
     }
 
-    /** The chunks write their rows of the outputs, and of the raw gradients where they prepare rows, whole. */
+    /**
+     * The chunks write their rows of the outputs, and of the raw gradients where they prepare rows, whole; each
+     * document's final state and initial-state gradient is written whole where it ends and where it starts.
+     */
     @Override
-    boolean writesWholeRows() {
+    boolean writesWholeResults() {
         return true;
     }
 

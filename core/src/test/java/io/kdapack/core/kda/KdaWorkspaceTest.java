@@ -10,9 +10,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Inside a training step the chunked op takes its results from the step's workspace ({@link Workspace#lends}), arrays
- * that hold whatever an earlier user left there, and zeroes only what its chunks do not write whole (the padding
- * tokens' rows, and the states). Here every array the workspace lends holds NaN first: the results must be bitwise
- * those of fresh arrays, padding rows +0, with padding before, between and after the documents and an empty one.
+ * that hold whatever an earlier user left there, and zeroes only what its chunks do not write whole: the padding
+ * tokens' rows and the zero-length documents' states. Here every array the workspace lends holds NaN first: the results
+ * must be bitwise those of fresh arrays, padding rows +0, with padding before, between and after the documents and an
+ * empty document (whose final state is its initial one, or zero without initial states).
  */
 class KdaWorkspaceTest {
 
@@ -25,10 +26,12 @@ class KdaWorkspaceTest {
         List<KdaOptions> options = List.of(KdaOptions.plain(), KdaOptions.layer(KdaOptions.Gate.SOFTPLUS, 0f));
         int seed = 7;
         for (KdaOptions o : options) {
-            for (int valueHeads : new int[] {2, 4}) { // a q/k head per value head (rows prepared in the chunks) or two
+            // A q/k head per value head (rows prepared in the chunks) or two value heads a q/k head; four value heads
+            // make the states [N,HV,K,V] long enough to be lent.
+            for (int heads : new int[] {4, 2}) {
                 for (boolean states : new boolean[] {false, true}) {
-                    RandomKda.Problem p = RandomKda.draw(seed++, SEGMENTS, 2, valueHeads, 64, 64, o, states, 0.01);
-                    String what = o + ", HV " + valueHeads + (states ? ", with states" : "");
+                    RandomKda.Problem p = RandomKda.draw(seed++, SEGMENTS, heads, 4, 64, 64, o, states, 0.01);
+                    String what = o + ", H " + heads + (states ? ", with states" : "");
                     assertSameInAWorkspace(what, p, new KdaChunked(2));
                     assertSameInAWorkspace(what + ", recomputed on 1 thread", p, new KdaChunked(1, 0));
                 }
