@@ -172,10 +172,10 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
 
     /**
      * Whether {@link #forwardHeads} writes (not adds to) every element of its tokens' rows of the outputs and of its
-     * documents' final states, and {@link #backwardHeads} every element of its documents' initial-state gradients and,
-     * where the kernels prepare rows ({@link #preparesRows}), of its tokens' rows of the raw gradients: then only what
-     * no task covers needs zeros, the padding tokens' rows and the zero-length documents' states ({@link #results});
-     * false unless a subclass does.
+     * documents' final states, and {@link #backwardHeads} every element of its tokens' rows of {@code dv}, of its
+     * documents' initial-state gradients and, where the kernels prepare rows ({@link #preparesRows}), of its tokens'
+     * rows of the raw gradients of q, k and g: then only what no task covers needs zeros, the padding tokens' rows
+     * and the zero-length documents' states ({@link #results}); false unless a subclass does.
      */
     boolean writesWholeResults() {
         return false;
@@ -233,7 +233,8 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
         HeadGradients grads;
         if (p != null) {
             grads = new HeadGradients(buffers.take(rows * in.keyDim()), buffers.take(rows * in.keyDim()),
-                    new float[rows * in.valueDim()], buffers.take(rows * in.keyDim()), buffers.take(rows), null);
+                    results(in, Covered.TOKEN_ROWS, rows * in.valueDim())[0], buffers.take(rows * in.keyDim()),
+                    buffers.take(rows), null);
         } else {
             float[][] raw = results(in, Covered.TOKEN_ROWS, keyRows * in.keyDim(), keyRows * in.keyDim(),
                     rows * in.valueDim(), rows * in.keyDim());

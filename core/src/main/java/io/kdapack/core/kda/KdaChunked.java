@@ -104,8 +104,8 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     }
 
     /**
-     * The chunks write their rows of the outputs, and of the raw gradients where they prepare rows, whole; each
-     * document's final state and initial-state gradient is written whole where it ends and where it starts.
+     * The chunks write their rows of the outputs and of dv, and of the raw gradients where they prepare rows, whole;
+     * each document's final state and initial-state gradient is written whole where it ends and where it starts.
      */
     @Override
     boolean writesWholeResults() {
