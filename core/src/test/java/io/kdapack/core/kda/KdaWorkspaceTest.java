@@ -34,6 +34,7 @@ class KdaWorkspaceTest {
                     String what = o + ", H " + heads + (states ? ", with states" : "");
                     assertSameInAWorkspace(what, p, new KdaChunked(2));
                     assertSameInAWorkspace(what + ", recomputed on 1 thread", p, new KdaChunked(1, 0));
+                    assertSameInAWorkspace(what + ", document-aligned", p, new KdaChunked(2).documentAligned());
                 }
             }
         }
