@@ -30,10 +30,10 @@ import java.util.Random;
  *
  * <p>Every call runs in a workspace scope, as inside a training step ({@link Workspace}: the call's results are lent
  * by the step and reused by the next call). Two cases: by default the training case, as the model calls the op (no
- * initial states, no final states asked for, no upstream gradient of them); with {@code states} (the inference prefill case, and the op's full contract)
- * every document has a random initial state, its final state is returned, and the backward takes a random
- * upstream gradient of the final states and returns the initial states' gradients. The unpacked run is the same
- * tokens as one document, in the same case (one initial and one final state).
+ * initial states, no final states asked for, no upstream gradient of them); with {@code states} (the inference
+ * prefill case, and the op's full contract) every document has a random initial state, its final state is returned,
+ * and the backward takes a random upstream gradient of the final states and returns the initial states' gradients.
+ * The unpacked run is the same tokens as one document, in the same case (one initial and one final state).
  *
  * <p>By default the op is called plain ({@link KdaOptions#plain()}, on unit q/k rows and logsigmoid gates, like the
  * golden files); with {@code layer} it is called with the options of the default model's KDA layers

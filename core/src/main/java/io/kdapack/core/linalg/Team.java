@@ -148,9 +148,9 @@ public final class Team {
     }
 
     /**
-     * One parallel loop: participant {@code p} of {@code P} (the caller 0, each worker that joins the next number) owns
-     * the iterations {@code [p·count/P, (p+1)·count/P)} (see the class comment). Iterations are counted when finished;
-     * the first failure is kept.
+     * One parallel loop: participant {@code p} of {@code P} (the caller 0, each worker that joins the next number)
+     * owns the iterations {@code [p·count/P, (p+1)·count/P)} (see the class comment). Iterations are counted when
+     * finished; the first failure is kept.
      */
     private static final class Loop {
         private final int count;
@@ -193,39 +193,28 @@ public final class Team {
 
         /** Runs iterations, its own range {@code p}'s first, until none is left. */
         void work(int p) {
-            for (int i = takeFront(ranges[p]); i >= 0; i = takeFront(ranges[p])) {
+            for (int i = take(ranges[p], true); i >= 0; i = take(ranges[p], true)) {
                 run(i);
             }
             for (int other = 1; other < ranges.length; other++) {
                 AtomicLong range = ranges[(p + other) % ranges.length];
-                for (int i = takeBack(range); i >= 0; i = takeBack(range)) {
+                for (int i = take(range, false); i >= 0; i = take(range, false)) {
                     run(i);
                 }
             }
         }
 
-        private static int takeFront(AtomicLong range) {
+        /** Claims the first (or last) iteration left in {@code range}: −1 when none is left. */
+        private static int take(AtomicLong range, boolean front) {
             for (long r = range.get(); ; r = range.get()) {
-                int front = (int) (r >>> 32);
+                int first = (int) (r >>> 32);
                 int end = (int) r;
-                if (front >= end) {
+                if (first >= end) {
                     return -1;
                 }
-                if (range.compareAndSet(r, (long) (front + 1) << 32 | end)) {
-                    return front;
-                }
-            }
-        }
-
-        private static int takeBack(AtomicLong range) {
-            for (long r = range.get(); ; r = range.get()) {
-                int front = (int) (r >>> 32);
-                int end = (int) r;
-                if (front >= end) {
-                    return -1;
-                }
-                if (range.compareAndSet(r, (long) front << 32 | (end - 1))) {
-                    return end - 1;
+                long rest = front ? (long) (first + 1) << 32 | end : (long) first << 32 | (end - 1);
+                if (range.compareAndSet(r, rest)) {
+                    return front ? first : end - 1;
                 }
             }
         }

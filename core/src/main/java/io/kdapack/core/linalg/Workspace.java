@@ -13,10 +13,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The large float arrays of a training step (activations, their gradients, the layers' temporaries), lent for the
  * step and taken back when it ends, so that the next step reuses them instead of allocating them again.
  *
- * <p>Why: a step of the 23.7 M-parameter benchmark model allocates about 2.4 GB of arrays of 4–12 MiB. The JVM zeroes
- * each new array on the thread that allocates it, at 5–12 GB/s on fresh memory, while the other workers wait: 9–12 %
- * of the two-thread step had one thread in such a stretch. A reused array is zeroed by every worker at once, and an
- * array the caller overwrites whole ({@link #floats}) is not zeroed at all.
+ * <p>Why: a step of the 23.7 M-parameter benchmark model allocates about 2.4 GB of arrays of 4–12 MiB. The JVM
+ * zeroes each new array on the thread that allocates it, at 5–12 GB/s on fresh memory, while the other workers wait:
+ * 9–12 % of the two-thread step had one thread in such a stretch. A reused array is zeroed by every worker at once,
+ * and an array the caller overwrites whole ({@link #floats}) is not zeroed at all.
  *
  * <p>Confinement: a workspace lends only on the thread that opened it ({@link #open}), for the extent of the
  * returned scope; anywhere else, and for arrays under {@value #MIN_LENGTH} floats, the methods allocate as
@@ -122,14 +122,9 @@ public final class Workspace {
         return OPEN.get() != null;
     }
 
-    /** A zeroed {@code float[n]}. */
+    /** A zeroed {@code float[n]}: a reused one zeroed by the workers, a new one as the JVM zeroes it. */
     public static float[] zeros(int n) {
-        float[] array = floats(n);
-        if (OPEN.get() != null && n >= MIN_LENGTH) {
-            Team.forEach((n + ZERO_BLOCK - 1) / ZERO_BLOCK,
-                    b -> Arrays.fill(array, b * ZERO_BLOCK, Math.min(n, (b + 1) * ZERO_BLOCK), 0f));
-        }
-        return array;
+        return take(n, true);
     }
 
     /**
@@ -137,11 +132,15 @@ public final class Workspace {
      * whole before reading it, such as the C of a product with {@code beta = 0}.
      */
     public static float[] floats(int n) {
+        return take(n, false);
+    }
+
+    private static float[] take(int n, boolean zeroed) {
         Workspace workspace = OPEN.get();
         if (workspace == null || n < MIN_LENGTH) {
             return new float[n];
         }
-        return workspace.lend(n);
+        return workspace.lend(n, zeroed);
     }
 
     /**
@@ -202,24 +201,37 @@ public final class Workspace {
         free.computeIfAbsent(array.length, n -> new ArrayDeque<>()).push(array);
     }
 
-    private float[] lend(int n) {
+    /**
+     * A {@code float[n]} of this workspace: a free one (zeroed by the workers if {@code zeroed}) or a new one, or past
+     * the limit a new one not lent.
+     */
+    private float[] lend(int n, boolean zeroed) {
         ArrayDeque<float[]> same = free.get(n);
         float[] array = same == null ? null : same.peek();
-        if (array != null && used.containsKey(array)) { // given back earlier in this scope: already counted
-            same.poll();
-        } else if (usedBytes + 4L * n > limitBytes) {
+        boolean counted = array != null && used.containsKey(array); // given back earlier in this scope
+        if (!counted && usedBytes + 4L * n > limitBytes) {
             return new float[n];
+        }
+        if (array == null) {
+            array = new float[n];
         } else {
-            if (array != null) {
-                same.poll();
-            } else {
-                array = new float[n];
+            same.poll();
+            if (zeroed) {
+                zero(array);
             }
+        }
+        if (!counted) {
             used.put(array, Boolean.TRUE);
             usedBytes += 4L * n;
         }
         lent.put(array, order.size());
         order.add(array);
         return array;
+    }
+
+    private static void zero(float[] array) {
+        int n = array.length;
+        Team.forEach((n + ZERO_BLOCK - 1) / ZERO_BLOCK,
+                b -> Arrays.fill(array, b * ZERO_BLOCK, Math.min(n, (b + 1) * ZERO_BLOCK), 0f));
     }
 }

@@ -47,8 +47,6 @@ public final class HybridModel implements LanguageModel {
     private final MultiTokenPrediction mtp;
     private final List<Parameter> parameters;
     private final KdaBackend kdaBackend;
-    /** The arrays of a training step ({@link #run}), reused from step to step. */
-    private final Workspace workspace = Workspace.shared();
 
     /**
      * A model with every projection zero and norms one: call {@link #initialize(long)} or {@link #load(SafeTensors)}.
@@ -259,7 +257,7 @@ public final class HybridModel implements LanguageModel {
                     + "must be set");
         }
         // Every array a layer takes from the workspace is dead once the step returns: the output's arrays are not.
-        try (Workspace.Scope scope = workspace.open()) {
+        try (Workspace.Scope scope = Workspace.shared().open()) { // the step's arrays, reused from step to step
             int tokens = batch.size();
             BatchLayout layout = BatchLayout.of(batch, isolation);
 
