@@ -18,6 +18,7 @@ import io.kdapack.core.nn.KimiDeltaAttention;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ForkJoinPool;
 
 /**
  * Throughput of the KDA op on the CPU ({@code kdapack bench kda}): the chunked backend on a packed batch of
@@ -28,11 +29,12 @@ import java.util.Random;
  * heads), each timed as the median of several runs after warm-up runs, all six taking turns run by run so that their
  * ratios see the same machine.
  *
- * <p>Every call runs in a workspace scope, as inside a training step ({@link Workspace}: the call's results are lent
- * by the step and reused by the next call). Two cases: by default the training case, as the model calls the op (no
- * initial states, no final states asked for, no upstream gradient of them); with {@code states} (the inference
- * prefill case, and the op's full contract) every document has a random initial state, its final state is returned,
- * and the backward takes a random upstream gradient of the final states and returns the initial states' gradients.
+ * <p>Every call runs in a workspace scope and as a task of a pool of the benchmark's threads, as inside a training
+ * step ({@link Workspace}: the call's results are lent by the step and reused by the next call; {@link #inPool}).
+ * Two cases: by default the training case, as the model calls the op (no initial states, no final states asked for,
+ * no upstream gradient of them); with {@code states} (the inference prefill case, and the op's full contract) every
+ * document has a random initial state, its final state is returned, and the backward takes a random upstream
+ * gradient of the final states and returns the initial states' gradients.
  * The unpacked run is the same tokens as one document, in the same case (one initial and one final state).
  *
  * <p>By default the op is called plain ({@link KdaOptions#plain()}, on unit q/k rows and logsigmoid gates, like the
@@ -121,11 +123,13 @@ public final class KdaBenchmark {
         double[] t;
         double[] cpu;
         double matmulGflops;
-        try (MatmulProbe matmul = new MatmulProbe(c.threads())) {
+        try (MatmulProbe matmul = new MatmulProbe(c.threads()); ForkJoinPool callers = new ForkJoinPool(c.threads())) {
             InterleavedTiming.Medians m = InterleavedTiming.measure(c.warmUp(), 0, c.repeats(),
-                    () -> packedProblem.forward(chunked), () -> packedProblem.forwardBackward(chunked),
-                    () -> singleProblem.forwardBackward(chunked), () -> packedProblem.forwardBackward(recurrent),
-                    matmul::run, () -> packedProblem.forwardBackward(perCall));
+                    inPool(callers, () -> packedProblem.forward(chunked)),
+                    inPool(callers, () -> packedProblem.forwardBackward(chunked)),
+                    inPool(callers, () -> singleProblem.forwardBackward(chunked)),
+                    inPool(callers, () -> packedProblem.forwardBackward(recurrent)),
+                    matmul::run, inPool(callers, () -> packedProblem.forwardBackward(perCall)));
             t = m.wallSeconds();
             cpu = m.cpuSeconds();
             matmulGflops = matmul.flops() / t[4] * 1e-9;
@@ -169,6 +173,16 @@ public final class KdaBenchmark {
         out.put("matmul_gflops", matmulGflops);
         out.putAll(BlasComparison.measure(c.threads()));
         return out;
+    }
+
+    /**
+     * {@code call} run as one task of {@code callers}, as a layer's call runs inside a training step: its parallel
+     * loops then run on that pool's workers, the caller among them, which linger between the loops
+     * ({@link io.kdapack.core.linalg.Team}), as {@link MatmulProbe}'s products do on theirs. Called from outside any
+     * pool, every loop of the call would be a submission the workers pick up, the caller idle meanwhile.
+     */
+    private static Runnable inPool(ForkJoinPool callers, Runnable call) {
+        return () -> callers.submit(call).join();
     }
 
     /**

@@ -45,11 +45,18 @@ public final class MatmulProbe implements AutoCloseable {
         }
     }
 
-    /** Runs the products once. */
+    /**
+     * Runs the products once, back to back in one task of the pool, as a training step runs its products and as numpy
+     * runs its own on OpenBLAS's threads: the workers linger between them ({@link io.kdapack.core.linalg.Team}). Each
+     * product submitted from outside the pool instead woke a parked worker, and the probe read 16 % low (median of
+     * 54 runs of 8 products of 512³ in turns, docs/kda.md).
+     */
     public void run() {
-        for (int p = 0; p < products; p++) {
-            Gemm.parallelSgemm(pool, false, false, size, size, size, 1f, a, 0, size, b, 0, size, 0f, c, 0, size);
-        }
+        pool.submit(() -> {
+            for (int p = 0; p < products; p++) {
+                Gemm.parallelSgemm(pool, false, false, size, size, size, 1f, a, 0, size, b, 0, size, 0f, c, 0, size);
+            }
+        }).join();
     }
 
     /** Floating-point operations of one {@link #run}. */
