@@ -3,6 +3,7 @@ package io.kdapack.core.kda;
 import io.kdapack.core.linalg.VectorWidth;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
@@ -1648,29 +1649,35 @@ final class ChunkMath {
     }
 
     /**
-     * Lane indices of the two-vector selections of {@link #transposeBlock16}, stage j (j = 0 … 3, h = 2^j): the lower
-     * row of a pair takes lane l of its own row where bit j of l is clear and lane l − h of the upper row where it is
-     * set; the upper row lane l + h of the lower row, or its own lane l. Each stage swaps bit j of the row and the
-     * column index, so the four stages transpose. Made only with 16-float vectors.
+     * The lane moves of {@link #transposeBlock16}, stage j (j = 0 … 3, h = 2^j), which swaps bit j of the row and the
+     * column index between the rows of each pair (lower row i, upper row i + h): the lower row keeps its lanes whose
+     * bit j is clear ({@code BIT_SET[j]} the others) and takes lane l − h of the upper row into lane l where it is set
+     * ({@code DOWN[j]}); the upper row keeps its lanes whose bit j is set and takes lane l + h of the lower row where
+     * it is clear ({@code UP[j]}). One single-vector permute and one blend a row: a two-vector rearrange cost two
+     * permutes and a blend. Made only with 16-float vectors.
      */
-    @SuppressWarnings("unchecked") // generic array of shuffles, filled below
-    private static final VectorShuffle<Float>[] LOWER_SELECT = new VectorShuffle[4];
+    @SuppressWarnings("unchecked") // generic arrays of shuffles and masks, filled below
+    private static final VectorShuffle<Float>[] DOWN = new VectorShuffle[4];
     @SuppressWarnings("unchecked")
-    private static final VectorShuffle<Float>[] UPPER_SELECT = new VectorShuffle[4];
+    private static final VectorShuffle<Float>[] UP = new VectorShuffle[4];
+    @SuppressWarnings("unchecked")
+    private static final VectorMask<Float>[] BIT_SET = new VectorMask[4];
 
     static {
         if (LANES == 16) {
             for (int j = 0; j < 4; j++) {
                 int h = 1 << j;
-                int[] lower = new int[16];
-                int[] upper = new int[16];
+                int[] down = new int[16];
+                int[] up = new int[16];
+                boolean[] set = new boolean[16];
                 for (int l = 0; l < 16; l++) {
-                    // An index − 16 (exceptional) takes the lane of the second vector.
-                    lower[l] = (l & h) == 0 ? l : l - h - 16;
-                    upper[l] = (l & h) == 0 ? l + h : l - 16;
+                    down[l] = (l - h) & 15; // read only where bit j is set, l − h ≥ 0 there
+                    up[l] = (l + h) & 15; // read only where bit j is clear, l + h < 16 there
+                    set[l] = (l & h) != 0;
                 }
-                LOWER_SELECT[j] = VectorShuffle.fromArray(SPECIES, lower, 0);
-                UPPER_SELECT[j] = VectorShuffle.fromArray(SPECIES, upper, 0);
+                DOWN[j] = VectorShuffle.fromArray(SPECIES, down, 0);
+                UP[j] = VectorShuffle.fromArray(SPECIES, up, 0);
+                BIT_SET[j] = VectorMask.fromArray(SPECIES, set, 0);
             }
         }
     }
@@ -1693,110 +1700,114 @@ final class ChunkMath {
         FloatVector r13 = FloatVector.fromArray(SPECIES, m, mOff + 13 * ld);
         FloatVector r14 = FloatVector.fromArray(SPECIES, m, mOff + 14 * ld);
         FloatVector r15 = FloatVector.fromArray(SPECIES, m, mOff + 15 * ld);
-        VectorShuffle<Float> lower0 = LOWER_SELECT[0];
-        VectorShuffle<Float> upper0 = UPPER_SELECT[0];
+        VectorShuffle<Float> down0 = DOWN[0];
+        VectorShuffle<Float> up0 = UP[0];
+        VectorMask<Float> set0 = BIT_SET[0];
         FloatVector t;
-        t = r0.rearrange(lower0, r1);
-        r1 = r0.rearrange(upper0, r1);
+        t = r0.blend(r1.rearrange(down0), set0);
+        r1 = r0.rearrange(up0).blend(r1, set0);
         r0 = t;
-        t = r2.rearrange(lower0, r3);
-        r3 = r2.rearrange(upper0, r3);
+        t = r2.blend(r3.rearrange(down0), set0);
+        r3 = r2.rearrange(up0).blend(r3, set0);
         r2 = t;
-        t = r4.rearrange(lower0, r5);
-        r5 = r4.rearrange(upper0, r5);
+        t = r4.blend(r5.rearrange(down0), set0);
+        r5 = r4.rearrange(up0).blend(r5, set0);
         r4 = t;
-        t = r6.rearrange(lower0, r7);
-        r7 = r6.rearrange(upper0, r7);
+        t = r6.blend(r7.rearrange(down0), set0);
+        r7 = r6.rearrange(up0).blend(r7, set0);
         r6 = t;
-        t = r8.rearrange(lower0, r9);
-        r9 = r8.rearrange(upper0, r9);
+        t = r8.blend(r9.rearrange(down0), set0);
+        r9 = r8.rearrange(up0).blend(r9, set0);
         r8 = t;
-        t = r10.rearrange(lower0, r11);
-        r11 = r10.rearrange(upper0, r11);
+        t = r10.blend(r11.rearrange(down0), set0);
+        r11 = r10.rearrange(up0).blend(r11, set0);
         r10 = t;
-        t = r12.rearrange(lower0, r13);
-        r13 = r12.rearrange(upper0, r13);
+        t = r12.blend(r13.rearrange(down0), set0);
+        r13 = r12.rearrange(up0).blend(r13, set0);
         r12 = t;
-        t = r14.rearrange(lower0, r15);
-        r15 = r14.rearrange(upper0, r15);
+        t = r14.blend(r15.rearrange(down0), set0);
+        r15 = r14.rearrange(up0).blend(r15, set0);
         r14 = t;
-        VectorShuffle<Float> lower1 = LOWER_SELECT[1];
-        VectorShuffle<Float> upper1 = UPPER_SELECT[1];
-        t = r0.rearrange(lower1, r2);
-        r2 = r0.rearrange(upper1, r2);
+        VectorShuffle<Float> down1 = DOWN[1];
+        VectorShuffle<Float> up1 = UP[1];
+        VectorMask<Float> set1 = BIT_SET[1];
+        t = r0.blend(r2.rearrange(down1), set1);
+        r2 = r0.rearrange(up1).blend(r2, set1);
         r0 = t;
-        t = r1.rearrange(lower1, r3);
-        r3 = r1.rearrange(upper1, r3);
+        t = r1.blend(r3.rearrange(down1), set1);
+        r3 = r1.rearrange(up1).blend(r3, set1);
         r1 = t;
-        t = r4.rearrange(lower1, r6);
-        r6 = r4.rearrange(upper1, r6);
+        t = r4.blend(r6.rearrange(down1), set1);
+        r6 = r4.rearrange(up1).blend(r6, set1);
         r4 = t;
-        t = r5.rearrange(lower1, r7);
-        r7 = r5.rearrange(upper1, r7);
+        t = r5.blend(r7.rearrange(down1), set1);
+        r7 = r5.rearrange(up1).blend(r7, set1);
         r5 = t;
-        t = r8.rearrange(lower1, r10);
-        r10 = r8.rearrange(upper1, r10);
+        t = r8.blend(r10.rearrange(down1), set1);
+        r10 = r8.rearrange(up1).blend(r10, set1);
         r8 = t;
-        t = r9.rearrange(lower1, r11);
-        r11 = r9.rearrange(upper1, r11);
+        t = r9.blend(r11.rearrange(down1), set1);
+        r11 = r9.rearrange(up1).blend(r11, set1);
         r9 = t;
-        t = r12.rearrange(lower1, r14);
-        r14 = r12.rearrange(upper1, r14);
+        t = r12.blend(r14.rearrange(down1), set1);
+        r14 = r12.rearrange(up1).blend(r14, set1);
         r12 = t;
-        t = r13.rearrange(lower1, r15);
-        r15 = r13.rearrange(upper1, r15);
+        t = r13.blend(r15.rearrange(down1), set1);
+        r15 = r13.rearrange(up1).blend(r15, set1);
         r13 = t;
-        VectorShuffle<Float> lower2 = LOWER_SELECT[2];
-        VectorShuffle<Float> upper2 = UPPER_SELECT[2];
-        t = r0.rearrange(lower2, r4);
-        r4 = r0.rearrange(upper2, r4);
+        VectorShuffle<Float> down2 = DOWN[2];
+        VectorShuffle<Float> up2 = UP[2];
+        VectorMask<Float> set2 = BIT_SET[2];
+        t = r0.blend(r4.rearrange(down2), set2);
+        r4 = r0.rearrange(up2).blend(r4, set2);
         r0 = t;
-        t = r1.rearrange(lower2, r5);
-        r5 = r1.rearrange(upper2, r5);
+        t = r1.blend(r5.rearrange(down2), set2);
+        r5 = r1.rearrange(up2).blend(r5, set2);
         r1 = t;
-        t = r2.rearrange(lower2, r6);
-        r6 = r2.rearrange(upper2, r6);
+        t = r2.blend(r6.rearrange(down2), set2);
+        r6 = r2.rearrange(up2).blend(r6, set2);
         r2 = t;
-        t = r3.rearrange(lower2, r7);
-        r7 = r3.rearrange(upper2, r7);
+        t = r3.blend(r7.rearrange(down2), set2);
+        r7 = r3.rearrange(up2).blend(r7, set2);
         r3 = t;
-        t = r8.rearrange(lower2, r12);
-        r12 = r8.rearrange(upper2, r12);
+        t = r8.blend(r12.rearrange(down2), set2);
+        r12 = r8.rearrange(up2).blend(r12, set2);
         r8 = t;
-        t = r9.rearrange(lower2, r13);
-        r13 = r9.rearrange(upper2, r13);
+        t = r9.blend(r13.rearrange(down2), set2);
+        r13 = r9.rearrange(up2).blend(r13, set2);
         r9 = t;
-        t = r10.rearrange(lower2, r14);
-        r14 = r10.rearrange(upper2, r14);
+        t = r10.blend(r14.rearrange(down2), set2);
+        r14 = r10.rearrange(up2).blend(r14, set2);
         r10 = t;
-        t = r11.rearrange(lower2, r15);
-        r15 = r11.rearrange(upper2, r15);
+        t = r11.blend(r15.rearrange(down2), set2);
+        r15 = r11.rearrange(up2).blend(r15, set2);
         r11 = t;
-        VectorShuffle<Float> lower3 = LOWER_SELECT[3];
-        VectorShuffle<Float> upper3 = UPPER_SELECT[3];
-        t = r0.rearrange(lower3, r8);
-        r8 = r0.rearrange(upper3, r8);
+        VectorShuffle<Float> down3 = DOWN[3];
+        VectorShuffle<Float> up3 = UP[3];
+        VectorMask<Float> set3 = BIT_SET[3];
+        t = r0.blend(r8.rearrange(down3), set3);
+        r8 = r0.rearrange(up3).blend(r8, set3);
         r0 = t;
-        t = r1.rearrange(lower3, r9);
-        r9 = r1.rearrange(upper3, r9);
+        t = r1.blend(r9.rearrange(down3), set3);
+        r9 = r1.rearrange(up3).blend(r9, set3);
         r1 = t;
-        t = r2.rearrange(lower3, r10);
-        r10 = r2.rearrange(upper3, r10);
+        t = r2.blend(r10.rearrange(down3), set3);
+        r10 = r2.rearrange(up3).blend(r10, set3);
         r2 = t;
-        t = r3.rearrange(lower3, r11);
-        r11 = r3.rearrange(upper3, r11);
+        t = r3.blend(r11.rearrange(down3), set3);
+        r11 = r3.rearrange(up3).blend(r11, set3);
         r3 = t;
-        t = r4.rearrange(lower3, r12);
-        r12 = r4.rearrange(upper3, r12);
+        t = r4.blend(r12.rearrange(down3), set3);
+        r12 = r4.rearrange(up3).blend(r12, set3);
         r4 = t;
-        t = r5.rearrange(lower3, r13);
-        r13 = r5.rearrange(upper3, r13);
+        t = r5.blend(r13.rearrange(down3), set3);
+        r13 = r5.rearrange(up3).blend(r13, set3);
         r5 = t;
-        t = r6.rearrange(lower3, r14);
-        r14 = r6.rearrange(upper3, r14);
+        t = r6.blend(r14.rearrange(down3), set3);
+        r14 = r6.rearrange(up3).blend(r14, set3);
         r6 = t;
-        t = r7.rearrange(lower3, r15);
-        r15 = r7.rearrange(upper3, r15);
+        t = r7.blend(r15.rearrange(down3), set3);
+        r15 = r7.rearrange(up3).blend(r15, set3);
         r7 = t;
         r0.intoArray(out, outOff + 0 * ldOut);
         r1.intoArray(out, outOff + 1 * ldOut);

@@ -79,6 +79,9 @@ class KdaValidationTest {
         g[37 * 4 + 2] = 1e-30f;
         assertMessage("g[150] = 1.0E-30 (token 37, value head 1, key element 0): without a gate in the op (gate = "
                 + "NONE) g is the log-space decay and must be <= 0", () -> forward(whole, KdaOptions.plain()));
+        g[37 * 4 + 2] = Float.NaN; // inside a whole vector too: the vector pass must not let NaN through
+        assertMessage("g[150] = NaN (token 37, value head 1, key element 0): without a gate in the op (gate = "
+                + "NONE) g is the log-space decay and must be <= 0", () -> forward(whole, KdaOptions.plain()));
         // With a gate in the op, g is its raw input, of any sign.
         g[2 * 4 + 3] = 3f;
         forward(new KdaInputs(padded, 1, 2, 2, 3, new float[80], new float[80], new float[240], g, new float[80],
