@@ -127,6 +127,8 @@ public final class KdaChunk {
     private float[] dgOut;
     private float[] dBetaOut;
     private int row0;
+    /** Where in its array the carried state the chunk enters with starts ({@link #forward}, {@link #backward}). */
+    private int carriedAt;
 
     KdaChunk(int keyDim, int valueDim) {
         kd = keyDim;
@@ -213,19 +215,20 @@ public final class KdaChunk {
     /**
      * Forward of the chunk of {@code len} tokens starting at head-major row {@code first} of {@code s}'s tensors,
      * over the documents {@code docs}: writes the outputs to the same tokens' rows of {@code o [T,HV,V]} (unless
-     * null),
-     * replaces the carried {@code state [K,V]} (the state of the document continuing from the previous chunk, when
-     * {@code docs.continues}) by the state of the last document when it continues into the next chunk
-     * ({@code docs.carries}), and writes the final states of the documents ending here to {@code ht} when it is not
-     * null. The forward intermediates go to {@code keep} when given, for a later {@link #backward} of the same
+     * null), writes the state of the last document to {@code next [K,V]} from {@code nextAt} when it continues into
+     * the next chunk ({@code docs.carries}), and the final states of the documents ending here to {@code ht} when it
+     * is not null. The carried state it enters with ({@code [K,V]} from {@code state[stateAt]}, that of the document
+     * continuing from the previous chunk) is read only when {@code docs.continues}; {@code next} may be that same
+     * state. The forward intermediates go to {@code keep} when given, for a later {@link #backward} of the same
      * chunk.
      *
      * @param h0 {@code [N,HV,K,V]} initial states or null
      * @param ht {@code [N,HV,K,V]} final states to write, or null
      */
-    void forward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state, float[] h0,
-                 float[] ht, float[] o, Intermediates keep) {
+    void forward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] state, int stateAt,
+                 float[] next, int nextAt, float[] h0, float[] ht, float[] o, Intermediates keep) {
         p = keep != null ? keep : own;
+        carriedAt = stateAt;
         loadRows(s, first, len, null);
         prepare(s, first, len, docs, state, h0);
         if (o != null) {
@@ -246,12 +249,12 @@ public final class KdaChunk {
                 System.arraycopy(oChunk, r * vd, o, oOff + r * ld, vd);
             }
         }
-        // S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D: the final states asked for and the carried state, written over the state
-        // it continues (elementwise, then added to) after every other document read it.
+        // S'_D = diag(e_D) S_D + Kd_Dᵀ V'_D: the final states asked for and the carried state, written (maybe over the
+        // state it continues: elementwise, then added to) after every other document read the state entered with.
         for (int j = 0; j < docs.count; j++) {
             boolean carried = j == docs.count - 1 && docs.carries;
             if (carried) {
-                endState(s, docs, j, state, h0, state, 0);
+                endState(s, docs, j, state, h0, next, nextAt);
             } else if (ht != null) {
                 endState(s, docs, j, state, h0, ht, s.stateOffset(docs.doc[j]));
             }
@@ -285,12 +288,12 @@ public final class KdaChunk {
         return j == 0 && docs.continues ? state : h0;
     }
 
-    private static int entryOffset(HeadParallelBackend.HeadSequence s, Documents docs, int j) {
-        return j == 0 && docs.continues ? 0 : s.stateOffset(docs.doc[j]);
+    private int entryOffset(HeadParallelBackend.HeadSequence s, Documents docs, int j) {
+        return j == 0 && docs.continues ? carriedAt : s.stateOffset(docs.doc[j]);
     }
 
     /**
-     * Backward of the chunk given the carried state {@code s0 [K,V]} it started from (read when
+     * Backward of the chunk given the carried state it started from ({@code [K,V]} from {@code s0[s0At]}, read when
      * {@code docs.continues}). {@code dState [K,V]} holds the gradient of the state carried on (when
      * {@code docs.carries}) on entry and of {@code s0} on return (when {@code docs.continues}); the gradients of the
      * final states of the documents ending here come from {@code dHt} (null for zero), those of the initial states of
@@ -298,10 +301,11 @@ public final class KdaChunk {
      * chunk's rows are written into {@code grads}; {@code dO [T,HV,V]} is token-major. {@code kept} holds the chunk's
      * forward intermediates from {@link #forward}, or is null to recompute them.
      */
-    void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, float[] h0,
-                  float[] dO, float[] dState, float[] dHt, float[] dH0, HeadParallelBackend.HeadGradients grads,
-                  Intermediates kept) {
+    void backward(HeadParallelBackend.HeadSequence s, int first, int len, Documents docs, float[] s0, int s0At,
+                  float[] h0, float[] dO, float[] dState, float[] dHt, float[] dH0,
+                  HeadParallelBackend.HeadGradients grads, Intermediates kept) {
         p = kept != null ? kept : own;
+        carriedAt = s0At;
         loadRows(s, first, len, grads);
         if (kept != null) {
             gatherRows(s, first, len, s.v(), vChunk);

@@ -31,6 +31,29 @@ class KdaTapeTest {
         }
     }
 
+    /**
+     * The chunks' start states are recycled from call to call without zeroing: each place is read only where the chunk
+     * continues a document, after the chunk before wrote it. Calls of the same shape whose chunks continue documents
+     * in different places (all of them, none, some), each run after another left its states in the recycled
+     * arrays, match a fresh backend's bit for bit, with and without initial states.
+     */
+    @Test
+    void recycledStartStatesAreReadOnlyWhereTheCallWroteThem() {
+        KdaOptions plain = KdaOptions.plain();
+        int[][] layouts = {{192}, {64, 64, 64}, {100, 92}, {192}, {30, 0, 98, 64}};
+        for (boolean initialState : new boolean[] {false, true}) {
+            KdaChunked training = new KdaChunked(1);
+            for (int i = 0; i < layouts.length; i++) {
+                RandomKda.Problem p = RandomKda.packed(20 + i, layouts[i], 2, 2, 16, 8, plain, initialState, 0);
+                KdaChunked reference = new KdaChunked(1);
+                KdaBackend.KdaGradients expected = reference.backward(p.inputs(), plain, p.dO(), p.dHt());
+                KdaTape tape = training.forwardForBackward(p.inputs(), plain);
+                assertArrayEquals(reference.forward(p.inputs(), plain).o(), tape.result().o(), "o");
+                assertSameGradients(expected, training.backward(tape, p.dO(), p.dHt()));
+            }
+        }
+    }
+
     @Test
     void liveTapesShareOneBudgetAndGiveItBackAfterTheirBackward() {
         RandomKda.Problem p = RandomKda.packed(9, new int[] {40, 90}, 1, 2, 8, 8, OPTIONS, true, 0);
