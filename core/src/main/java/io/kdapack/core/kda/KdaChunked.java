@@ -19,7 +19,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * tapes stay within {@link #KEPT_FLOATS} (all layers together), every chunk's intermediates, so the backward walks
  * the chunks in reverse without running the forward again; beyond the budget a call keeps only the start states
  * and its backward recomputes each chunk's intermediates (bitwise the same result). Kept intermediates return to a
- * pool, and to the budget, after the backward, or once a tape that never had a backward is garbage collected.
+ * pool, and to the budget, after the backward, or once a tape that never had a backward is garbage collected; the
+ * start states likewise return to a pool of their own (no more than the live tapes held at once, and arrays of
+ * another length are dropped as the next forward looks for its own).
  */
 public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
