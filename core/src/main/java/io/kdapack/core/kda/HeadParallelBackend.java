@@ -54,6 +54,11 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     /** The per-call head-major temporaries and prepared tensors, reused from call to call. */
     private final BufferPool buffers = new BufferPool();
 
+    /** The buffers lent from call to call, whatever they hold; what a subclass borrows it gives back here too. */
+    BufferPool buffers() {
+        return buffers;
+    }
+
     /** @param threads worker threads, ≥ 1 */
     HeadParallelBackend(int threads) {
         if (threads < 1) {
@@ -466,9 +471,6 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
                 in.valueDim(), p.q(), p.k(), in.v(), p.decay(), p.beta(), null);
     }
 
-    /** Parts a result is zeroed in, on the workers. */
-    private static final int ZERO_PARTS = 8;
-
     /** How a result's elements fall to the tasks: what {@link #writesWholeResults} covers. */
     private enum Covered {
         /** {@code [T, …]} token-major: a row per token, written by the task of its segment; padding rows by none. */
@@ -480,9 +482,10 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
     /**
      * Arrays of the given lengths for a call's results, laid out as {@code covered} says, zero except where the tasks
      * will write them whole ({@link #writesWholeResults}: then only what no task covers is zeroed, else everything).
-     * Inside a training step ({@link Workspace#lends}) they come from the step's workspace, zeroed (where they must be)
-     * by this backend's workers in {@value #ZERO_PARTS} parts each: fresh arrays for the results (20 MiB at T 4096, 4
-     * heads) cost 15 % of the call, in turns, and zeroing the reused ones whole another 2–3 % (docs/kda.md).
+     * Inside a training step ({@link Workspace#lends}) they come from the step's workspace: {@link Workspace#zeros}
+     * where they must be zero whole, else {@link Workspace#floats} with the uncovered parts zeroed here. Fresh arrays
+     * for the results (20 MiB at T 4096, 4 heads) cost 15 % of the call, in turns, and zeroing the reused ones whole
+     * another 2–3 % (docs/kda.md).
      * Elsewhere they are new, allocated on the workers at once: the JVM zeroes an array on the thread that allocates
      * it, and a call's results of several MiB zeroed one after another on the calling thread leave the other workers
      * idle.
@@ -493,37 +496,32 @@ public abstract class HeadParallelBackend<H> implements KdaBackend {
             runBlocks(lengths.length, i -> arrays[i] = new float[lengths[i]]);
             return arrays;
         }
+        boolean whole = writesWholeResults();
         for (int i = 0; i < lengths.length; i++) {
-            arrays[i] = Workspace.floats(lengths[i]);
+            arrays[i] = whole ? Workspace.floats(lengths[i]) : Workspace.zeros(lengths[i]);
         }
-        if (writesWholeResults()) {
-            Segments seg = in.segments();
-            for (float[] array : arrays) {
-                if (covered == Covered.TOKEN_ROWS) {
-                    int width = seg.tokens() == 0 ? 0 : array.length / seg.tokens();
-                    int from = 0; // the first token after the previous segment
-                    for (int n = 0; n < seg.count(); n++) {
-                        Arrays.fill(array, from * width, seg.start(n) * width, 0f);
-                        from = seg.end(n);
-                    }
-                    Arrays.fill(array, from * width, array.length, 0f);
-                } else {
-                    int size = seg.count() == 0 ? 0 : array.length / seg.count();
-                    for (int n = 0; n < seg.count(); n++) {
-                        if (seg.length(n) == 0) {
-                            Arrays.fill(array, n * size, (n + 1) * size, 0f);
-                        }
+        if (!whole) {
+            return arrays;
+        }
+        Segments seg = in.segments();
+        for (float[] array : arrays) {
+            if (covered == Covered.TOKEN_ROWS) {
+                int width = seg.tokens() == 0 ? 0 : array.length / seg.tokens();
+                int from = 0; // the first token after the previous segment
+                for (int n = 0; n < seg.count(); n++) {
+                    Arrays.fill(array, from * width, seg.start(n) * width, 0f);
+                    from = seg.end(n);
+                }
+                Arrays.fill(array, from * width, array.length, 0f);
+            } else {
+                int size = seg.count() == 0 ? 0 : array.length / seg.count();
+                for (int n = 0; n < seg.count(); n++) {
+                    if (seg.length(n) == 0) {
+                        Arrays.fill(array, n * size, (n + 1) * size, 0f);
                     }
                 }
             }
-            return arrays;
         }
-        runBlocks(lengths.length * ZERO_PARTS, b -> {
-            float[] array = arrays[b / ZERO_PARTS];
-            int part = b % ZERO_PARTS;
-            Arrays.fill(array, (int) ((long) array.length * part / ZERO_PARTS),
-                    (int) ((long) array.length * (part + 1) / ZERO_PARTS), 0f);
-        });
         return arrays;
     }
 

@@ -20,8 +20,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * the chunks in reverse without running the forward again; beyond the budget a call keeps only the start states
  * and its backward recomputes each chunk's intermediates (bitwise the same result). Kept intermediates return to a
  * pool, and to the budget, after the backward, or once a tape that never had a backward is garbage collected; the
- * start states likewise return to a pool of their own (no more than the live tapes held at once, and arrays of
- * another length are dropped as the next forward looks for its own).
+ * start states likewise return to the backend's buffer pool ({@link HeadParallelBackend#buffers}).
  */
 public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
@@ -45,8 +44,6 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
     private final ThreadLocal<KdaChunk.Documents> layout = ThreadLocal.withInitial(KdaChunk.Documents::new);
     /** Intermediates returned by finished backwards, lent to the next training forward. */
     private final ConcurrentLinkedQueue<KdaChunk.Intermediates> spare = new ConcurrentLinkedQueue<>();
-    /** Start states of the chunks ({@link HeadTape#starts}) given back by finished backwards, for the next forward. */
-    private final ConcurrentLinkedQueue<float[]> spareStarts = new ConcurrentLinkedQueue<>();
     private final long keptFloatsBudget;
     /** Each document a run of its own: its chunks start at its first token (see {@link #documentAligned()}). */
     private final boolean documentAligned;
@@ -204,7 +201,10 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         float[][] starts = keep == Keep.NOTHING ? null : new float[heads][];
         float[][] state = starts == null ? new float[heads][size] : null;
         for (int h = 0; starts != null && h < heads; h++) {
-            starts[h] = borrowStarts(chunks * size);
+            // Not zeroed: a chunk reads its place only when it continues a document, after the chunk before wrote it
+            // (a call's fresh start states, 4 MiB at T 4096, 4 heads, K = V = 64, zeroed by the JVM, cost 1.4 % of the
+            // training call on one thread).
+            starts[h] = buffers().take(chunks * size);
         }
         KdaChunk.Intermediates[][] kept = keep == Keep.INTERMEDIATES ? new KdaChunk.Intermediates[heads][] : null;
         for (int h = 0; kept != null && h < heads; h++) {
@@ -237,7 +237,7 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
         keptFloats.addAndGet(floats);
         // The release must not reach the HeadTape, or the tape could never be collected.
         Runnable release = () -> {
-            spareStarts.add(starts);
+            buffers().give(starts);
             if (kept != null) {
                 for (KdaChunk.Intermediates intermediates : kept) {
                     spare.add(intermediates);
@@ -278,20 +278,6 @@ public final class KdaChunked extends HeadParallelBackend<KdaChunked.HeadTape> {
 
     private static int chunks(int length) {
         return (length + KdaChunk.SIZE - 1) / KdaChunk.SIZE;
-    }
-
-    /**
-     * Room for a head's chunk start states, {@code length} floats, spare first: not zeroed, as only the places of the
-     * chunks that continue a document are read, each written by the chunk before (a fresh array of a call's start
-     * states, 4 MiB at T 4096, 4 heads, K = V = 64, zeroed by the JVM cost 1.4 % of the training call on one thread).
-     */
-    private float[] borrowStarts(int length) {
-        float[] candidate = spareStarts.poll();
-        // A spare of another length (another layer or batch shape) is dropped for the garbage collector.
-        while (candidate != null && candidate.length != length) {
-            candidate = spareStarts.poll();
-        }
-        return candidate != null ? candidate : new float[length];
     }
 
     /** {@code chunks} intermediates that fit {@code chunk}'s dimensions, spare first. */
