@@ -49,20 +49,27 @@ import java.util.concurrent.ForkJoinPool;
  *   <li>prepare (forward intermediates): gate prefix/suffix sums and exps {@code 4LK}, {@code Qg, Kg, Kd}
  *       {@code 3LK}, the decayed pair products {@code Aqk}, {@code P} {@code 4·L(L+1)/2·K} (the multiply-adds
  *       only; the decay factors are not counted), {@code (I + A)⁻¹} {@code L³/3}, {@code W, U}
- *       {@code L(L+1)(K+V)}, {@code V' = U − WS} {@code 2LKV};</li>
- *   <li>forward: prepare + {@code Qg S} {@code 2LKV} + {@code Aqk V'} {@code L(L+1)V} + state update
- *       {@code 2LKV + KV};</li>
- *   <li>backward from the training forward's tape: eight {@code L×K×V} products {@code 16LKV} +
- *       {@code dAqk}/{@code dV'} {@code 2L(L+1)V} + {@code (I + A)⁻ᵀ} products {@code L(L+1)(K+V)} and
- *       {@code dA} {@code L(L−1)(K+V)} + pairwise backward (four decayed products) {@code 8·L(L+1)/2·K} +
- *       elementwise and cumsum {@code 11LK}; plus prepare again when the call is too large for the tape to
- *       keep the intermediates ({@link KdaChunked#KEPT_FLOATS}).</li>
+ *       {@code L(L+1)(K+V)}, and for a chunk entered with a state {@code V' = U − WS} {@code 2LKV};</li>
+ *   <li>forward: prepare + {@code Aqk V'} {@code L(L+1)V}, with an entry state {@code Qg S} {@code 2LKV}, and with
+ *       an end state to hand on (or to return) the state update {@code 2LKV + KV};</li>
+ *   <li>backward from the training forward's tape: {@code dAqk}/{@code dV'} {@code 2L(L+1)V} +
+ *       {@code (I + A)⁻ᵀ} products {@code L(L+1)(K+V)} and {@code dA} {@code L(L−1)(K+V)} + pairwise backward (four
+ *       decayed products) {@code 8·L(L+1)/2·K} + elementwise and cumsum {@code 11LK}; with an entry state the four
+ *       {@code L×K×V} products through it ({@code dO Sᵀ}, {@code dV' Sᵀ}, {@code Qgᵀ dO}, {@code Wᵀ dV'})
+ *       {@code 8LKV}, with an end state's gradient the two through the state update ({@code Kd dS'},
+ *       {@code V' dS'ᵀ}) {@code 4LKV}; plus prepare again when the call is too large for the tape to keep the
+ *       intermediates ({@link KdaChunked#KEPT_FLOATS}).</li>
  * </ul>
+ * A chunk has an entry state when it continues its document or, with {@code states}, when it starts it (the initial
+ * state); an end state when its document goes on past it or, with {@code states}, when it ends it (the final state
+ * and its gradient). In the training case a document's first chunk enters with the zero state and its last chunk
+ * hands none on, so their state products are neither computed nor counted.
  * Only the useful (triangular) part of a triangular product counts, so the figure does not reward waste. The count is
  * that of chunks cut per document (the first design's), whatever the backend does: the useful work of the tokens and
  * their documents, the same numerator before and after the chunks moved onto the packed axis, so that
  * {@code gflops} compares speed directly; the packed-axis chunks also compute the masked pairs across documents,
- * which are not counted.
+ * which are not counted. (Until 2026-12-06 the count charged every chunk both state sides and eight state products
+ * in the backward, where the backward has six: it overstated the training case, most at short documents.)
  */
 public final class KdaBenchmark {
 
@@ -139,7 +146,7 @@ public final class KdaBenchmark {
         double fwdBwdPacked = t[1];
         double fwdBwdSingle = t[2];
         double fwdBwdRecurrent = t[3];
-        double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim(), recomputed);
+        double flops = chunkedFlops(packed, c.valueHeads(), c.keyDim(), c.valueDim(), c.states(), recomputed);
 
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("T", c.tokens());
@@ -186,27 +193,31 @@ public final class KdaBenchmark {
     }
 
     /**
-     * Flops of one training forward plus its backward of the chunked backend (see the class comment);
-     * {@code recomputed} when the backward recomputes the chunk intermediates.
+     * Flops of one training forward plus its backward of the chunked backend (see the class comment); {@code states}
+     * when every document has an initial state and its final state is returned with a gradient, {@code recomputed}
+     * when the backward recomputes the chunk intermediates.
      */
-    public static double chunkedFlops(Segments segments, int valueHeads, int keyDim, int valueDim,
+    public static double chunkedFlops(Segments segments, int valueHeads, int keyDim, int valueDim, boolean states,
                                       boolean recomputed) {
         double total = 0;
         for (int n = 0; n < segments.count(); n++) {
             for (int first = 0; first < segments.length(n); first += KdaChunk.SIZE) {
                 int len = Math.min(KdaChunk.SIZE, segments.length(n) - first);
-                total += chunkFlops(len, keyDim, valueDim, recomputed);
+                boolean entry = states || first > 0;
+                boolean end = states || first + len < segments.length(n);
+                total += chunkFlops(len, keyDim, valueDim, entry, end, recomputed);
             }
         }
         return total * valueHeads;
     }
 
-    private static double chunkFlops(double l, double k, double v, boolean recomputed) {
+    private static double chunkFlops(double l, double k, double v, boolean entry, boolean end, boolean recomputed) {
         double pairs = l * (l + 1) / 2;
-        double prepare = 7 * l * k + 4 * pairs * k + l * l * l / 3 + l * (l + 1) * (k + v) + 2 * l * k * v;
-        double forward = prepare + 2 * l * k * v + 2 * pairs * v + 2 * l * k * v + k * v;
-        double backward = 16 * l * k * v + 4 * pairs * v + l * (l + 1) * (k + v) + l * (l - 1) * (k + v)
-                + 8 * pairs * k + 11 * l * k + (recomputed ? prepare : 0);
+        double product = 2 * l * k * v; // one L×K×V product
+        double prepare = 7 * l * k + 4 * pairs * k + l * l * l / 3 + l * (l + 1) * (k + v) + (entry ? product : 0);
+        double forward = prepare + 2 * pairs * v + (entry ? product : 0) + (end ? product + k * v : 0);
+        double backward = 4 * pairs * v + l * (l + 1) * (k + v) + l * (l - 1) * (k + v) + 8 * pairs * k + 11 * l * k
+                + (entry ? 4 * product : 0) + (end ? 2 * product : 0) + (recomputed ? prepare : 0);
         return forward + backward;
     }
 

@@ -20,7 +20,8 @@ import java.util.List;
  *       causal query–key pairs inside each document ({@code l(l+1)/2} for a document of {@code l} tokens): forward
  *       {@code Q·Kᵀ} and {@code P·V}, backward four products of the same sizes.</li>
  *   <li>each KDA layer: the chunked op's forward and backward, counted as {@code bench kda} counts it
- *       ({@link KdaBenchmark#chunkedFlops}, without the recomputation a backward may do: useful work only).</li>
+ *       ({@link KdaBenchmark#chunkedFlops}, in its training case: no initial or final states; without the
+ *       recomputation a backward may do: useful work only).</li>
  * </ul>
  */
 public final class ModelFlops {
@@ -67,7 +68,7 @@ public final class ModelFlops {
                 * causalPairs(layout.documents());
         var kda = config.kda();
         total += kdaLayers * KdaBenchmark.chunkedFlops(layout.recurrence(), kda.numVHeads(), kda.headDim(),
-                kda.headDim(), false);
+                kda.headDim(), false, false);
         return total;
     }
 

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kdapack.core.kda.Segments;
+import io.kdapack.core.kda.Varlen;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -30,6 +32,29 @@ class KdaBenchmarkTest {
                 assertTrue(value > 0 && Double.isFinite(value), key + " = " + value);
             }
         }
+    }
+
+    /**
+     * The state products of the flop count, per case (K = V = 64, one value head; one {@code 64×64×64} product is
+     * {@code 2·64³} flops): a chunk entered with a state adds {@code V' = U − WS} and {@code Qg S} to the forward and
+     * four products to the backward, one that hands a state on adds the state update ({@code 2·64³ + 64²}) and two
+     * products to the backward. A document of one chunk has neither in the training case and both with states; one
+     * of two chunks has the end state in its first chunk and the entry state in its second.
+     */
+    @Test
+    void theFlopCountChargesTheStateProductsOnlyWhereTheyAreComputed() {
+        double product = 2.0 * 64 * 64 * 64;
+        double bothSides = 9 * product + 64 * 64;
+        Segments oneChunk = Varlen.fromCuSeqlens(new int[] {0, 64}, 64);
+        Segments twoChunks = Varlen.fromCuSeqlens(new int[] {0, 128}, 128);
+        double training = KdaBenchmark.chunkedFlops(oneChunk, 1, 64, 64, false, false);
+        assertEquals(training + bothSides, KdaBenchmark.chunkedFlops(oneChunk, 1, 64, 64, true, false), 1e-6);
+        assertEquals(2 * training + bothSides, KdaBenchmark.chunkedFlops(twoChunks, 1, 64, 64, false, false), 1e-6);
+        assertEquals(2 * training + 2 * bothSides, KdaBenchmark.chunkedFlops(twoChunks, 1, 64, 64, true, false),
+                1e-6);
+        // Recomputing the intermediates charges their work again, the entry state's V' = U − WS with it.
+        assertEquals(bothSides + product, KdaBenchmark.chunkedFlops(oneChunk, 1, 64, 64, true, true)
+                - KdaBenchmark.chunkedFlops(oneChunk, 1, 64, 64, false, true), 1e-6);
     }
 
     @Test

@@ -40,7 +40,7 @@ class ModelFlopsTest {
         double projections = kdaProjections + mlaProjections + 2 * mlp + (double) vocab * d;
         double pairs = 3 * 4 / 2 + 5 * 6 / 2;
         double attention = 6.0 * 2 * (4 + 2 + 4) * pairs;
-        double kda = KdaBenchmark.chunkedFlops(docs, 2, 8, 8, false);
+        double kda = KdaBenchmark.chunkedFlops(docs, 2, 8, 8, false, false);
         assertEquals(6 * 8 * projections + attention + kda,
                 ModelFlops.trainingStep(config, model.parameters(), layout), 1e-6);
     }
