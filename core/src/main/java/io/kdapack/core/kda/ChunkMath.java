@@ -330,9 +330,45 @@ final class ChunkMath {
     private static void stripeRows(Structure structure, int m, int k, int j, int width, float alpha, float[] a,
                                    int aOff, int rowStep, int depthStep, float[] panel, int panelOff, float beta,
                                    float[] c, int cOff, int ldc) {
+        int i = structure.lowerC() ? firstRowReaching(j, m) : 0;
+        if (structure.lowerC() && width != STRIPE) {
+            // The whole 6-row tiles above the wide stripe's right half reach only its left half: computed from a
+            // narrow copy of that half, they skip the right half's tiles wholly above the diagonal, as narrow stripes
+            // do (a third of what a triangle of 64 computes over one wide stripe). Every element still sums its
+            // whole depth in order: the same bits.
+            int upper = Math.min(m, (j + STRIPE) / 6 * 6);
+            if (i < upper) {
+                rowTiles(structure, i, upper, k, j, STRIPE, alpha, a, aOff, rowStep, depthStep,
+                        leftHalf(k, panel, panelOff), 0, beta, c, cOff, ldc);
+                i = upper;
+            }
+        }
+        rowTiles(structure, i, m, k, j, width, alpha, a, aOff, rowStep, depthStep, panel, panelOff, beta, c, cOff,
+                ldc);
+    }
+
+    /** Per-thread copy of a wide stripe's left half ({@link #stripeRows}). */
+    private static final ThreadLocal<float[][]> LEFT_HALF = ThreadLocal.withInitial(() -> new float[1][0]);
+
+    /** The first {@link #STRIPE} columns of the wide stripe {@code panel [k×WIDE_STRIPE]}, as a narrow panel. */
+    private static float[] leftHalf(int k, float[] panel, int panelOff) {
+        float[][] holder = LEFT_HALF.get();
+        if (holder[0].length < k * STRIPE) {
+            holder[0] = new float[k * STRIPE];
+        }
+        float[] left = holder[0];
+        for (int p = 0; p < k; p++) {
+            System.arraycopy(panel, panelOff + p * WIDE_STRIPE, left, p * STRIPE, STRIPE);
+        }
+        return left;
+    }
+
+    /** Rows {@code i … m−1} of C over the stripe at column {@code j}, in register tiles ({@link #stripeRows}). */
+    private static void rowTiles(Structure structure, int i, int m, int k, int j, int width, float alpha, float[] a,
+                                 int aOff, int rowStep, int depthStep, float[] panel, int panelOff, float beta,
+                                 float[] c, int cOff, int ldc) {
         boolean wide = width != STRIPE;
         boolean transposed = rowStep == 1 && depthStep == TRANSPOSED_LD;
-        int i = structure.lowerC() ? firstRowReaching(j, m) : 0;
         for (; i + 6 <= m; i += 6) {
             int from = structure.depthFrom(i);
             int to = structure.depthTo(i + 6, k);
