@@ -198,10 +198,17 @@ final class ChunkMath {
         private final Kind kind;
         /** {@link #lowerA}'s first depth of each row, {@link #upperA}'s end; null for the whole triangle. */
         private final int[] bounds;
+        /** How far the triangle's edge lies right of the diagonal ({@link #lowerA(int)}, {@link #upperA(int)}). */
+        private final int shift;
 
         private Structure(Kind kind, int[] bounds) {
+            this(kind, bounds, 0);
+        }
+
+        private Structure(Kind kind, int[] bounds, int shift) {
             this.kind = kind;
             this.bounds = bounds;
+            this.shift = shift;
         }
 
         /**
@@ -220,10 +227,26 @@ final class ChunkMath {
             return new Structure(Kind.UPPER_A, rowEnd);
         }
 
+        /**
+         * {@code op(A)} zero right of the {@code shift}-th diagonal above the main one: row i sums over depth
+         * {@code 0 … i + shift} (a triangle that starts {@code shift} columns into the matrix).
+         */
+        static Structure lowerA(int shift) {
+            return new Structure(Kind.LOWER_A, null, shift);
+        }
+
+        /**
+         * {@code op(A)} zero left of the {@code shift}-th diagonal below the main one: row i sums over depth
+         * {@code max(0, i − shift) … k−1} (the transpose of {@link #lowerA(int)}).
+         */
+        static Structure upperA(int shift) {
+            return new Structure(Kind.UPPER_A, null, shift);
+        }
+
         /** The first depth index a tile of rows from {@code row} needs. */
         int depthFrom(int row) {
             return switch (kind) {
-                case UPPER_A -> row;
+                case UPPER_A -> Math.max(0, row - shift);
                 case LOWER_A -> bounds == null ? 0 : bounds[row];
                 default -> 0;
             };
@@ -232,7 +255,7 @@ final class ChunkMath {
         /** One past the last depth index a tile of rows before {@code rowEnd} needs. */
         int depthTo(int rowEnd, int k) {
             return switch (kind) {
-                case LOWER_A -> Math.min(k, rowEnd);
+                case LOWER_A -> Math.min(k, rowEnd + shift);
                 case UPPER_A -> bounds == null ? k : Math.min(k, bounds[rowEnd - 1]);
                 default -> k;
             };

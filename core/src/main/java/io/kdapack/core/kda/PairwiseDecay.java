@@ -43,6 +43,20 @@ final class PairwiseDecay {
      * ({@link ChunkMath#EXP_CUTOFF}), which may only zero a factor that nothing larger multiplies back.
      */
     static final float FACTOR_RANGE = -ChunkMath.EXP_CUTOFF;
+    /**
+     * The lower-triangular structure of a block's pair gradients from its first column {@code c0}, by
+     * {@code a − c0} ({@code [b, n]}, zero past column {@code i + a − c0} in row i), and of their transposes.
+     */
+    private static final ChunkMath.Structure[] ROWS = new ChunkMath.Structure[KdaChunk.SIZE + 1];
+    private static final ChunkMath.Structure[] COLUMNS = new ChunkMath.Structure[KdaChunk.SIZE + 1];
+
+    static {
+        for (int shift = 0; shift <= KdaChunk.SIZE; shift++) {
+            ROWS[shift] = ChunkMath.Structure.lowerA(shift);
+            COLUMNS[shift] = ChunkMath.Structure.upperA(shift);
+        }
+    }
+
     private static final VectorSpecies<Float> SPECIES = ChunkMath.SPECIES;
     private static final int LANES = SPECIES.length();
     private static final int SIZE = KdaChunk.SIZE;
@@ -167,13 +181,17 @@ final class PairwiseDecay {
         }
         int cols = factored ? a + b : a;
         if (cols > c0) {
-            // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (the columns).
+            // dx̃ = dM ỹ (rows of the block), dỹ = dMᵀ x̃ (the columns). Row i of the block (chunk row a + i) is zero
+            // past chunk column a + i, a − c0 + i of the block's: the products skip those zeros a tile of rows at a
+            // time.
             int n = cols - c0;
             int at = a * SIZE + c0;
-            ChunkMath.matmul(false, b, kd, n, 1f, dAQK, at, SIZE, kCol, c0 * kd, kd, 0f, dqRow, 0, kd);
-            ChunkMath.matmul(false, b, kd, n, 1f, dP, at, SIZE, kCol, c0 * kd, kd, 0f, dkRow, 0, kd);
-            ChunkMath.matmul(true, n, kd, b, 1f, dAQK, at, SIZE, qRow, 0, kd, 0f, dkCol, c0 * kd, kd);
-            ChunkMath.matmul(true, n, kd, b, 1f, dP, at, SIZE, kRow, 0, kd, 1f, dkCol, c0 * kd, kd);
+            ChunkMath.Structure rows = ROWS[a - c0];
+            ChunkMath.Structure columns = COLUMNS[a - c0];
+            ChunkMath.matmul(rows, false, b, kd, n, 1f, dAQK, at, SIZE, kCol, c0 * kd, kd, 0f, dqRow, 0, kd);
+            ChunkMath.matmul(rows, false, b, kd, n, 1f, dP, at, SIZE, kCol, c0 * kd, kd, 0f, dkRow, 0, kd);
+            ChunkMath.matmul(columns, true, n, kd, b, 1f, dAQK, at, SIZE, qRow, 0, kd, 0f, dkCol, c0 * kd, kd);
+            ChunkMath.matmul(columns, true, n, kd, b, 1f, dP, at, SIZE, kRow, 0, kd, 1f, dkCol, c0 * kd, kd);
             rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
             columnsBackward(n * kd, k, first * kd, c0 * kd, dk, dGamma);
         }
