@@ -88,6 +88,8 @@ public final class KdaChunk {
     private final float[] dAQK;
     private final float[] dGamma;
     private final PairwiseDecay pairs;
+    /** {@link #expPrefix}, {@link #qg} and {@link #kg}, which the pair products factor by where they can. */
+    private final PairwiseDecay.Rows decayedRows;
     private final float[] run;
     private final float[] kb;
     private final float[] vb;
@@ -154,6 +156,7 @@ public final class KdaChunk {
         dAQK = new float[SIZE * SIZE];
         dGamma = new float[SIZE * kd];
         pairs = new PairwiseDecay(kd);
+        decayedRows = new PairwiseDecay.Rows(expPrefix, qg, kg);
         run = new float[kd];
         kb = new float[SIZE * kd];
         vb = new float[SIZE * vd];
@@ -400,7 +403,7 @@ public final class KdaChunk {
             scale(vd, beta, dVb, r * vd, grads.dv(), dvOff + r * ld);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
-        pairs.backward(qIn, kIn, gIn, row0, len, docs.rowStart, dAQK, dA, dqOut, dkOut, dGamma);
+        pairs.backward(qIn, kIn, gIn, row0, len, docs.rowStart, decayedRows, dAQK, dA, dqOut, dkOut, dGamma);
         elementwiseBackward(len, docs);
         gateGradients(docs);
         if (s.rows() != null) {
@@ -465,7 +468,7 @@ public final class KdaChunk {
                          float[] h0) {
         gatherRows(s, first, len, s.v(), vChunk);
         decays(len, docs);
-        pairs.forward(qIn, kIn, gIn, row0, len, docs.rowStart, p.aQK, p.pairKK);
+        pairs.forward(qIn, kIn, gIn, row0, len, docs.rowStart, decayedRows, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = betaIn[row0 + r];
             scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);

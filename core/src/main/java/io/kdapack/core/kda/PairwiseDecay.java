@@ -10,6 +10,13 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code c ≤ r}, for {@code Aqk} (x = q, y = k) and {@code P} (x = y = k, strictly lower), and their
  * backward. Scratch of one task (not thread-safe).
  *
+ * <p>Where the gate cumsum Γ, restarted at each document's first row, stays within {@link #FACTOR_RANGE} of 0 over
+ * the whole chunk (every row's {@code exp(Γ)} escaped the exponential's cut), the chunk's start is the anchor of all
+ * its pairs: {@code exp(Γ_r − Γ_c) = exp(Γ_r)·exp(−Γ_c)} for two rows of one document, so {@code M} is the product
+ * {@code (x ⊙ exp(Γ)) · (y ⊙ exp(−Γ))ᵀ} masked to its lower triangle, whose left factors are the chunk's own
+ * {@code Qg} and {@code Kg} ({@link Rows}): only the column factors are formed here. That holds for mild gates and for
+ * short documents (a lower-bound gate of −0.01 stays within it over any chunk); else the chunk falls back to blocks.
+ *
  * <p>The chunk is cut into blocks of {@value #BLOCK} rows. For the columns before a block, whose first row
  * {@code a} serves as anchor, {@code exp(Γ_r − Γ_c) = exp(Γ_r − Γ_a)·exp(Γ_a − Γ_c)} with both factors
  * exponents ≤ 0 (sums of gates between the rows), and the block is a matrix product
@@ -83,8 +90,8 @@ final class PairwiseDecay {
         qRow = new float[BLOCK * kd];
         kRow = new float[BLOCK * kd];
         kCol = new float[SIZE * kd];
-        dqRow = new float[BLOCK * kd];
-        dkRow = new float[BLOCK * kd];
+        dqRow = new float[SIZE * kd];
+        dkRow = new float[SIZE * kd];
         dkCol = new float[SIZE * kd];
         e = new float[kd];
         columns = new ChunkMath.Packed(kd, SIZE);
@@ -93,12 +100,27 @@ final class PairwiseDecay {
     /**
      * Fills {@code aQK[r·64 + c]} for {@code c ≤ r} and {@code pKK[r·64 + c]} for {@code c < r} (diagonal 0)
      * for the chunk of rows {@code first … first+len−1} of {@code q, k, g [L,K]}, zero for the pairs of rows of
-     * different documents ({@code c < rowStart[r]}, the local first row of r's document).
+     * different documents ({@code c < rowStart[r]}, the local first row of r's document); {@code rows} are the
+     * chunk's decayed rows.
      */
-    void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] aQK, float[] pKK) {
-        for (int a = 0, b; a < len; a += b) {
-            b = blockRows(g, first, a, len);
-            forwardBlock(q, k, g, first, a, b, rowStart, aQK, pKK);
+    void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, Rows rows, float[] aQK,
+                 float[] pKK) {
+        if (inRange(rows.prefix(), len)) {
+            chunkColumns(k, g, first, len, rowStart);
+            int width = ChunkMath.paddedWidth(len, SIZE);
+            ChunkMath.packTransposed(kd, width, kCol, 0, kd, columns);
+            ChunkMath.matmul(ChunkMath.Structure.LOWER_C, false, len, 1f, rows.qg(), 0, kd, columns, 0f, aQK, 0, SIZE);
+            ChunkMath.matmul(ChunkMath.Structure.LOWER_C, false, len, 1f, rows.kg(), 0, kd, columns, 0f, pKK, 0,
+                    SIZE);
+            for (int r = 0; r < len; r++) {
+                Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + len, 0f);
+                Arrays.fill(pKK, r * SIZE + r, r * SIZE + len, 0f);
+            }
+        } else {
+            for (int a = 0, b; a < len; a += b) {
+                b = blockRows(g, first, a, len);
+                forwardBlock(q, k, g, first, a, b, rowStart, aQK, pKK);
+            }
         }
         for (int r = 0; r < len; r++) {
             // The pairs across a document boundary: products of finite factors, masked before any use.
@@ -154,11 +176,86 @@ final class PairwiseDecay {
      * ({@code dGamma [len,K]}) given {@code dAQK} ({@code c ≤ r}) and {@code dP} ({@code c < r}), both zero for
      * the pairs of rows of different documents ({@code c < rowStart[r]}).
      */
-    void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, float[] dAQK, float[] dP,
-                  float[] dq, float[] dk, float[] dGamma) {
-        for (int a = 0, b; a < len; a += b) {
-            b = blockRows(g, first, a, len);
-            backwardBlock(q, k, g, first, a, b, rowStart, dAQK, dP, dq, dk, dGamma);
+    void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, Rows rows, float[] dAQK,
+                  float[] dP, float[] dq, float[] dk, float[] dGamma) {
+        if (!inRange(rows.prefix(), len)) {
+            for (int a = 0, b; a < len; a += b) {
+                b = blockRows(g, first, a, len);
+                backwardBlock(q, k, g, first, a, b, rowStart, dAQK, dP, dq, dk, dGamma);
+            }
+            return;
+        }
+        chunkColumns(k, g, first, len, rowStart);
+        // Only the lower triangle may contribute (and the products sum over it alone, a tile of rows at a time).
+        for (int r = 0; r < len; r++) {
+            Arrays.fill(dAQK, r * SIZE + r + 1, r * SIZE + len, 0f);
+            Arrays.fill(dP, r * SIZE + r, r * SIZE + len, 0f);
+        }
+        ChunkMath.Structure lower = ROWS[0];
+        ChunkMath.Structure upper = COLUMNS[0];
+        ChunkMath.matmul(lower, false, len, kd, len, 1f, dAQK, 0, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
+        ChunkMath.matmul(lower, false, len, kd, len, 1f, dP, 0, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
+        ChunkMath.matmul(upper, true, len, kd, len, 1f, dAQK, 0, SIZE, rows.qg(), 0, kd, 0f, dkCol, 0, kd);
+        ChunkMath.matmul(upper, true, len, kd, len, 1f, dP, 0, SIZE, rows.kg(), 0, kd, 1f, dkCol, 0, kd);
+        rowsBackward(len * kd, rows.prefix(), q, k, first * kd, dq, dk, dGamma, 0);
+        columnsBackward(len * kd, k, first * kd, 0, dk, dGamma);
+    }
+
+    /**
+     * The chunk's rows as {@link KdaChunk} prepares them, from row 0: {@code prefix = exp(Γ)} with Γ the gate cumsum
+     * restarted at each document's first row, {@code qg = q ⊙ prefix}, {@code kg = k ⊙ prefix} ({@code [L,K]}).
+     */
+    record Rows(float[] prefix, float[] qg, float[] kg) {
+    }
+
+    /**
+     * Whether every {@code exp(Γ)} of the chunk's {@code len} rows escaped the exponential's cut, that is
+     * {@code Γ ≥ −}{@value #FACTOR_RANGE} throughout (false for NaN): then the whole chunk factors with its start as
+     * the anchor. Its row factors are {@code exp(Γ_r)}, the chunk's own {@code Qg} and {@code Kg}, so only the column
+     * factors {@code exp(−Γ_c) ≤ e^64} are formed, and all pairs are two products, where the blocks formed the
+     * exponentials of their rows and of the columns before them over again.
+     */
+    private boolean inRange(float[] prefix, int len) {
+        int n = len * kd;
+        int i = 0;
+        for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
+            if (!FloatVector.fromArray(SPECIES, prefix, i).compare(VectorOperators.GT, 0f).allTrue()) {
+                return false;
+            }
+        }
+        for (; i < n; i++) {
+            if (!(prefix[i] > 0f)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * {@code colDecay_c = exp(−Γ_c)} and {@code kCol = k ⊙ colDecay} for every row c of the chunk, Γ the gate cumsum
+     * restarted at each document's first row (summed as {@link KdaChunk} sums it, so {@code exp(Γ_r − Γ_c)} of two
+     * rows of one document is {@code exp(Γ_r)·exp(−Γ_c)}).
+     */
+    private void chunkColumns(float[] k, float[] g, int first, int len, int[] rowStart) {
+        for (int c = 0; c < len; c++) {
+            if (rowStart[c] == c) {
+                Arrays.fill(run, 0f);
+            }
+            int row = (first + c) * kd;
+            int i = 0;
+            for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
+                FloatVector runV = FloatVector.fromArray(SPECIES, run, i).add(FloatVector.fromArray(SPECIES, g, row + i));
+                runV.intoArray(run, i);
+                FloatVector decay = ChunkMath.exp(runV.neg());
+                decay.intoArray(colDecay, c * kd + i);
+                FloatVector.fromArray(SPECIES, k, row + i).mul(decay).intoArray(kCol, c * kd + i);
+            }
+            for (; i < kd; i++) {
+                run[i] += g[row + i];
+                float decay = ChunkMath.exp(-run[i]);
+                colDecay[c * kd + i] = decay;
+                kCol[c * kd + i] = k[row + i] * decay;
+            }
         }
     }
 
@@ -192,7 +289,7 @@ final class PairwiseDecay {
             ChunkMath.matmul(rows, false, b, kd, n, 1f, dP, at, SIZE, kCol, c0 * kd, kd, 0f, dkRow, 0, kd);
             ChunkMath.matmul(columns, true, n, kd, b, 1f, dAQK, at, SIZE, qRow, 0, kd, 0f, dkCol, c0 * kd, kd);
             ChunkMath.matmul(columns, true, n, kd, b, 1f, dP, at, SIZE, kRow, 0, kd, 1f, dkCol, c0 * kd, kd);
-            rowsBackward(b * kd, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
+            rowsBackward(b * kd, rowDecay, q, k, (first + a) * kd, dq, dk, dGamma, a * kd);
             columnsBackward(n * kd, k, first * kd, c0 * kd, dk, dGamma);
         }
     }
@@ -201,8 +298,8 @@ final class PairwiseDecay {
      * The block rows' share, flat over their {@code n = b·K} contiguous entries: {@code dx = dx̃ ⊙ rowDecay}
      * added to dq and dk, {@code dΓ += q ⊙ dx_q + k ⊙ dx_k}.
      */
-    private void rowsBackward(int n, float[] q, float[] k, int row, float[] dq, float[] dk, float[] dGamma,
-                              int gammaRow) {
+    private void rowsBackward(int n, float[] rowDecay, float[] q, float[] k, int row, float[] dq, float[] dk,
+                              float[] dGamma, int gammaRow) {
         int i = 0;
         for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
             FloatVector decay = FloatVector.fromArray(SPECIES, rowDecay, i);

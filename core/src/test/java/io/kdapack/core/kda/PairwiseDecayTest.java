@@ -11,10 +11,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * {@link PairwiseDecay} against its definition in double, {@code M[r,c] = Σ_d x_r y_c exp(Γ_r − Γ_c)} over the
- * pairs of one document, and the gradients of it, for gates that take each of its paths: blocks of 32 factored
- * whole (mild gates), blocks of 16 or 8 (gates near −5, a lower-bound gate's floor), diagonal blocks formed pair by
- * pair (gates of −10 to −40, where every decay leaves the exponential's range within a few rows and the pairs past it
- * are skipped), and hard resets of −1000 in one key element. Tolerances: 1e-5 relative for the products and the
+ * pairs of one document, and the gradients of it, for gates that take each of its paths: the whole chunk factored
+ * from its start (mild gates, and gates whose sums over the chunk come within a few units of the range's −64), blocks
+ * of 32 factored whole (gates of −1.5 to −2.5, whose sums leave the range within the chunk), blocks of 16 or 8 (gates
+ * near −5, a lower-bound gate's floor), diagonal blocks formed pair by pair (gates of −10 to −40, where every decay
+ * leaves the exponential's range within a few rows and the pairs past it are skipped), and hard resets of −1000 in
+ * one key element. Tolerances: 1e-5 relative for the products and the
  * gradients of q and k; float against double lands near 1e-7, and a dropped or doubled pair, block or factor moves
  * the result by far more. The gate's gradient sums terms that cancel (each pair adds its term to row r and takes it
  * from column c; the diagonal pairs cancel exactly in the definition and to rounding in float), so its error is
@@ -26,7 +28,10 @@ class PairwiseDecayTest {
 
     static Stream<Arguments> gates() {
         return Stream.of(
-                Arguments.of("mild gates: whole blocks", (GateDraw) rnd -> -0.1 * rnd.nextDouble()),
+                Arguments.of("mild gates: the whole chunk", (GateDraw) rnd -> -0.1 * rnd.nextDouble()),
+                Arguments.of("gates summing to nearly -64: the whole chunk",
+                        (GateDraw) rnd -> -0.9 - 0.09 * rnd.nextDouble()),
+                Arguments.of("gates of -1.5 to -2.5: whole blocks", (GateDraw) rnd -> -1.5 - rnd.nextDouble()),
                 Arguments.of("gates near -5: shorter blocks", (GateDraw) rnd -> -1 - 4 * rnd.nextDouble()),
                 Arguments.of("gates of -10 to -40: pair by pair", (GateDraw) rnd -> -10 - 30 * rnd.nextDouble()),
                 Arguments.of("hard resets in one key element", (GateDraw) rnd -> -0.05 * rnd.nextDouble()));
@@ -76,7 +81,8 @@ class PairwiseDecayTest {
         float[] aQK = new float[size * size];
         float[] pKK = new float[size * size];
         PairwiseDecay pairs = new PairwiseDecay(K);
-        pairs.forward(q, k, g, first, len, rowStart, aQK, pKK);
+        PairwiseDecay.Rows decayed = decayedRows(q, k, g, first, len, rowStart);
+        pairs.forward(q, k, g, first, len, rowStart, decayed, aQK, pKK);
 
         float[] dAQK = new float[size * size];
         float[] dP = new float[size * size];
@@ -126,7 +132,7 @@ class PairwiseDecayTest {
         float[] gotDq = new float[rows * K];
         float[] gotDk = new float[rows * K];
         float[] gotDGamma = new float[len * K];
-        pairs.backward(q, k, g, first, len, rowStart, dAQK, dP, gotDq, gotDk, gotDGamma);
+        pairs.backward(q, k, g, first, len, rowStart, decayed, dAQK, dP, gotDq, gotDk, gotDGamma);
         assertClose(what + ": dq", gotDq, dq, 1e-5);
         assertClose(what + ": dk", gotDk, dk, 1e-5);
         double error = 0;
@@ -137,6 +143,28 @@ class PairwiseDecayTest {
         }
         assertTrue(Math.sqrt(error) <= 1e-5 * Math.sqrt(terms), what + ": dGamma error " + Math.sqrt(error)
                 + " against terms of " + Math.sqrt(terms));
+    }
+
+    /**
+     * The rows {@link KdaChunk} hands the pair products: {@code exp(Γ)} of the gate cumsum restarted at each
+     * document's first row, and q and k times it, by the same float operations.
+     */
+    private static PairwiseDecay.Rows decayedRows(float[] q, float[] k, float[] g, int first, int len,
+                                                  int[] rowStart) {
+        float[] prefix = new float[len * K];
+        float[] qg = new float[len * K];
+        float[] kg = new float[len * K];
+        float[] sum = new float[K];
+        for (int r = 0; r < len; r++) {
+            for (int d = 0; d < K; d++) {
+                sum[d] = (rowStart[r] == r ? 0f : sum[d]) + g[(first + r) * K + d];
+                int at = r * K + d;
+                prefix[at] = ChunkMath.exp(sum[d]);
+                qg[at] = q[(first + r) * K + d] * prefix[at];
+                kg[at] = k[(first + r) * K + d] * prefix[at];
+            }
+        }
+        return new PairwiseDecay.Rows(prefix, qg, kg);
     }
 
     private static float[] normal(Random rnd, int n) {
