@@ -36,10 +36,10 @@ import jdk.incubator.vector.VectorSpecies;
  * for one that starts inside. {@code S'} of the chunk's last document is carried on when it continues into the
  * next chunk; the others' are their final states, computed only when asked for. Pairs of rows of different
  * documents are masked out of {@code P} and {@code Aqk} (and their gradients): no exponential is ever formed across
- * a boundary. Every exponent is a sum of gates ({@code ≤ 0}) formed before {@code exp}: prefix sums for
- * {@code exp(Γ)}, suffix sums for {@code exp(Λ)}, sums between rows for the pairwise factors
- * ({@link PairwiseDecay}), so no difference of two large cumsums ever cancels and gates of −1000 give exact zeros
- * rather than overflow. The products are register-tiled Vector API kernels ({@link ChunkMath#matmul}) on the
+ * a boundary. Every exponent is a sum of gates formed before {@code exp}: prefix sums for {@code exp(Γ)}, suffix
+ * sums for {@code exp(Λ)} (both {@code ≤ 0}), and for the pairwise factors ({@link PairwiseDecay}) either
+ * {@code −Γ} (at most 64, where Γ stays that close to 0 over the chunk) or sums between rows, so gates of −1000 give
+ * exact zeros rather than overflow. The products are register-tiled Vector API kernels ({@link ChunkMath#matmul}) on the
  * chunk's small, cache-resident blocks, where packing for a general GEMM would cost as much as the product.
  */
 public final class KdaChunk {
