@@ -403,7 +403,8 @@ public final class KdaChunk {
             scale(vd, beta, dVb, r * vd, grads.dv(), dvOff + r * ld);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
-        pairs.backward(qIn, kIn, gIn, row0, len, docs.rowStart, decayedRows, dAQK, dA, dqOut, dkOut, dGamma);
+        pairs.backward(qIn, kIn, gIn, row0, len, docs.rowStart, docs.rowEnd, decayedRows, dAQK, dA, dqOut, dkOut,
+                dGamma);
         elementwiseBackward(len, docs);
         gateGradients(docs);
         if (s.rows() != null) {

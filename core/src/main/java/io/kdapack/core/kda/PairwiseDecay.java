@@ -174,10 +174,11 @@ final class PairwiseDecay {
     /**
      * Adds the gradients of q, k ({@code [L,K]}, rows of the chunk) and of the gate cumsum
      * ({@code dGamma [len,K]}) given {@code dAQK} ({@code c ≤ r}) and {@code dP} ({@code c < r}), both zero for
-     * the pairs of rows of different documents ({@code c < rowStart[r]}).
+     * the pairs of rows of different documents ({@code c < rowStart[r]}; {@code rowEnd[r]} is one past the local last
+     * row of r's document).
      */
-    void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, Rows rows, float[] dAQK,
-                  float[] dP, float[] dq, float[] dk, float[] dGamma) {
+    void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, int[] rowEnd, Rows rows,
+                  float[] dAQK, float[] dP, float[] dq, float[] dk, float[] dGamma) {
         if (!inRange(rows.prefix(), len)) {
             for (int a = 0, b; a < len; a += b) {
                 b = blockRows(g, first, a, len);
@@ -186,13 +187,14 @@ final class PairwiseDecay {
             return;
         }
         chunkColumns(k, g, first, len, rowStart);
-        // Only the lower triangle may contribute (and the products sum over it alone, a tile of rows at a time).
+        // Only the lower triangle may contribute, and only the pairs of one document: the products sum over those
+        // alone, a tile of rows at a time.
         for (int r = 0; r < len; r++) {
             Arrays.fill(dAQK, r * SIZE + r + 1, r * SIZE + len, 0f);
             Arrays.fill(dP, r * SIZE + r, r * SIZE + len, 0f);
         }
-        ChunkMath.Structure lower = ROWS[0];
-        ChunkMath.Structure upper = COLUMNS[0];
+        ChunkMath.Structure lower = ChunkMath.Structure.lowerA(rowStart);
+        ChunkMath.Structure upper = ChunkMath.Structure.upperA(rowEnd);
         ChunkMath.matmul(lower, false, len, kd, len, 1f, dAQK, 0, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
         ChunkMath.matmul(lower, false, len, kd, len, 1f, dP, 0, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
         ChunkMath.matmul(upper, true, len, kd, len, 1f, dAQK, 0, SIZE, rows.qg(), 0, kd, 0f, dkCol, 0, kd);

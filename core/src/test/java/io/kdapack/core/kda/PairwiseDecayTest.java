@@ -77,6 +77,10 @@ class PairwiseDecayTest {
                 }
             }
         }
+        int[] rowEnd = new int[len];
+        for (int r = len - 1; r >= 0; r--) {
+            rowEnd[r] = r + 1 < len && rowStart[r + 1] == rowStart[r] ? rowEnd[r + 1] : r + 1;
+        }
         int size = KdaChunk.SIZE;
         float[] aQK = new float[size * size];
         float[] pKK = new float[size * size];
@@ -132,7 +136,7 @@ class PairwiseDecayTest {
         float[] gotDq = new float[rows * K];
         float[] gotDk = new float[rows * K];
         float[] gotDGamma = new float[len * K];
-        pairs.backward(q, k, g, first, len, rowStart, decayed, dAQK, dP, gotDq, gotDk, gotDGamma);
+        pairs.backward(q, k, g, first, len, rowStart, rowEnd, decayed, dAQK, dP, gotDq, gotDk, gotDGamma);
         assertClose(what + ": dq", gotDq, dq, 1e-5);
         assertClose(what + ": dk", gotDk, dk, 1e-5);
         double error = 0;
