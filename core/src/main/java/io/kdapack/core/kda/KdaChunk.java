@@ -39,8 +39,8 @@ import jdk.incubator.vector.VectorSpecies;
  * a boundary. Every exponent is a sum of gates formed before {@code exp}: prefix sums for {@code exp(Γ)}, suffix
  * sums for {@code exp(Λ)} (both {@code ≤ 0}), and for the pairwise factors ({@link PairwiseDecay}) either
  * {@code −Γ} (at most 64, where Γ stays that close to 0 over the chunk) or sums between rows, so gates of −1000 give
- * exact zeros rather than overflow. The products are register-tiled Vector API kernels ({@link ChunkMath#matmul}) on the
- * chunk's small, cache-resident blocks, where packing for a general GEMM would cost as much as the product.
+ * exact zeros rather than overflow. The products are register-tiled Vector API kernels ({@link ChunkMath#matmul})
+ * on the chunk's small, cache-resident blocks, where packing for a general GEMM would cost as much as the product.
  */
 public final class KdaChunk {
 

@@ -246,7 +246,8 @@ final class PairwiseDecay {
             int row = (first + c) * kd;
             int i = 0;
             for (int bound = SPECIES.loopBound(kd); i < bound; i += LANES) {
-                FloatVector runV = FloatVector.fromArray(SPECIES, run, i).add(FloatVector.fromArray(SPECIES, g, row + i));
+                FloatVector runV = FloatVector.fromArray(SPECIES, run, i)
+                        .add(FloatVector.fromArray(SPECIES, g, row + i));
                 runV.intoArray(run, i);
                 FloatVector decay = ChunkMath.exp(runV.neg());
                 decay.intoArray(colDecay, c * kd + i);
@@ -297,14 +298,14 @@ final class PairwiseDecay {
     }
 
     /**
-     * The block rows' share, flat over their {@code n = b·K} contiguous entries: {@code dx = dx̃ ⊙ rowDecay}
-     * added to dq and dk, {@code dΓ += q ⊙ dx_q + k ⊙ dx_k}.
+     * The rows' share, flat over their {@code n = b·K} contiguous entries: {@code dx = dx̃ ⊙ factors} (the rows'
+     * decay factors) added to dq and dk, {@code dΓ += q ⊙ dx_q + k ⊙ dx_k}.
      */
-    private void rowsBackward(int n, float[] rowDecay, float[] q, float[] k, int row, float[] dq, float[] dk,
+    private void rowsBackward(int n, float[] factors, float[] q, float[] k, int row, float[] dq, float[] dk,
                               float[] dGamma, int gammaRow) {
         int i = 0;
         for (int bound = SPECIES.loopBound(n); i < bound; i += LANES) {
-            FloatVector decay = FloatVector.fromArray(SPECIES, rowDecay, i);
+            FloatVector decay = FloatVector.fromArray(SPECIES, factors, i);
             FloatVector dxq = FloatVector.fromArray(SPECIES, dqRow, i).mul(decay);
             FloatVector dxk = FloatVector.fromArray(SPECIES, dkRow, i).mul(decay);
             dxq.add(FloatVector.fromArray(SPECIES, dq, row + i)).intoArray(dq, row + i);
@@ -315,8 +316,8 @@ final class PairwiseDecay {
                     .intoArray(dGamma, gammaRow + i);
         }
         for (; i < n; i++) {
-            float dxq = dqRow[i] * rowDecay[i];
-            float dxk = dkRow[i] * rowDecay[i];
+            float dxq = dqRow[i] * factors[i];
+            float dxk = dkRow[i] * factors[i];
             dq[row + i] += dxq;
             dk[row + i] += dxk;
             dGamma[gammaRow + i] += q[row + i] * dxq + k[row + i] * dxk;
