@@ -379,11 +379,8 @@ final class ChunkMath {
         if (holder[0].length < k * STRIPE) {
             holder[0] = new float[k * STRIPE];
         }
-        float[] left = holder[0];
-        for (int p = 0; p < k; p++) {
-            System.arraycopy(panel, panelOff + p * WIDE_STRIPE, left, p * STRIPE, STRIPE);
-        }
-        return left;
+        packStripe(k, STRIPE, panel, panelOff, WIDE_STRIPE, holder[0]);
+        return holder[0];
     }
 
     /** Rows {@code i … m−1} of C over the stripe at column {@code j}, in register tiles ({@link #stripeRows}). */

@@ -403,8 +403,7 @@ public final class KdaChunk {
             scale(vd, beta, dVb, r * vd, grads.dv(), dvOff + r * ld);
             scale(kd, beta, dKb, r * kd, dKb, r * kd); // now the gradient of Kg
         }
-        pairs.backward(qIn, kIn, gIn, row0, len, docs.rowStart, docs.rowEnd, decayedRows, dAQK, dA, dqOut, dkOut,
-                dGamma);
+        pairs.backward(qIn, kIn, gIn, row0, len, docs, decayedRows, dAQK, dA, dqOut, dkOut, dGamma);
         elementwiseBackward(len, docs);
         gateGradients(docs);
         if (s.rows() != null) {
@@ -469,11 +468,10 @@ public final class KdaChunk {
                          float[] h0) {
         gatherRows(s, first, len, s.v(), vChunk);
         decays(len, docs);
-        pairs.forward(qIn, kIn, gIn, row0, len, docs.rowStart, decayedRows, p.aQK, p.pairKK);
+        pairs.forward(qIn, kIn, gIn, row0, len, docs, decayedRows, p.aQK, p.pairKK);
         for (int r = 0; r < len; r++) {
             float beta = betaIn[row0 + r];
             scale(r, beta, p.pairKK, r * SIZE, a, r * SIZE);
-            Arrays.fill(p.aQK, r * SIZE + r + 1, r * SIZE + len, 0f); // Aqk enters products as a full matrix
             // The right-hand sides of W = (I + A)⁻¹ diag(β) Kg and U = (I + A)⁻¹ diag(β) V.
             scale(kd, beta, kg, r * kd, kb, r * kd);
             scale(vd, beta, vChunk, r * vd, vb, r * vd);

@@ -98,13 +98,15 @@ final class PairwiseDecay {
     }
 
     /**
-     * Fills {@code aQK[r·64 + c]} for {@code c ≤ r} and {@code pKK[r·64 + c]} for {@code c < r} (diagonal 0)
-     * for the chunk of rows {@code first … first+len−1} of {@code q, k, g [L,K]}, zero for the pairs of rows of
-     * different documents ({@code c < rowStart[r]}, the local first row of r's document); {@code rows} are the
-     * chunk's decayed rows.
+     * Fills {@code aQK[r·64 + c]} for {@code c ≤ r} and {@code pKK[r·64 + c]} for {@code c < r} for the chunk of rows
+     * {@code first … first+len−1} of {@code q, k, g [L,K]} laid over the documents {@code docs}, zero for the pairs of
+     * rows of different documents ({@code c < docs.rowStart[r]}) and above the diagonal up to column len (diagonal
+     * included for {@code pKK}): {@code Aqk} enters products as a full matrix. {@code rows} are the chunk's decayed
+     * rows.
      */
-    void forward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, Rows rows, float[] aQK,
+    void forward(float[] q, float[] k, float[] g, int first, int len, KdaChunk.Documents docs, Rows rows, float[] aQK,
                  float[] pKK) {
+        int[] rowStart = docs.rowStart;
         if (inRange(rows.prefix(), len)) {
             chunkColumns(k, g, first, len, rowStart);
             int width = ChunkMath.paddedWidth(len, SIZE);
@@ -112,10 +114,6 @@ final class PairwiseDecay {
             ChunkMath.matmul(ChunkMath.Structure.LOWER_C, false, len, 1f, rows.qg(), 0, kd, columns, 0f, aQK, 0, SIZE);
             ChunkMath.matmul(ChunkMath.Structure.LOWER_C, false, len, 1f, rows.kg(), 0, kd, columns, 0f, pKK, 0,
                     SIZE);
-            for (int r = 0; r < len; r++) {
-                Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + len, 0f);
-                Arrays.fill(pKK, r * SIZE + r, r * SIZE + len, 0f);
-            }
         } else {
             for (int a = 0, b; a < len; a += b) {
                 b = blockRows(g, first, a, len);
@@ -123,9 +121,12 @@ final class PairwiseDecay {
             }
         }
         for (int r = 0; r < len; r++) {
-            // The pairs across a document boundary: products of finite factors, masked before any use.
+            // The pairs across a document boundary (products of finite factors) and above the diagonal (products, or
+            // what earlier chunks left), masked before any use.
             Arrays.fill(aQK, r * SIZE, r * SIZE + rowStart[r], 0f);
+            Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + len, 0f);
             Arrays.fill(pKK, r * SIZE, r * SIZE + rowStart[r], 0f);
+            Arrays.fill(pKK, r * SIZE + r, r * SIZE + len, 0f);
         }
     }
 
@@ -155,30 +156,25 @@ final class PairwiseDecay {
         int cols = factored ? a + b : a;
         if (cols > c0) {
             // Whole column tiles: the columns past cols (stale rows of kCol) land at or above the diagonal, where
-            // they are overwritten below, zeroed by the caller or never read.
+            // they are overwritten by a later block, zeroed at the end of the forward or never read.
             int width = ChunkMath.paddedWidth(cols - c0, SIZE - c0);
             ChunkMath.packTransposed(kd, width, kCol, c0 * kd, kd, columns);
             ChunkMath.matmul(false, b, 1f, qRow, 0, kd, columns, 0f, aQK, a * SIZE + c0, SIZE);
             ChunkMath.matmul(false, b, 1f, kRow, 0, kd, columns, 0f, pKK, a * SIZE + c0, SIZE);
         }
-        for (int r = a; r < a + b; r++) {
-            if (factored) {
-                Arrays.fill(aQK, r * SIZE + r + 1, r * SIZE + a + b, 0f);
-                Arrays.fill(pKK, r * SIZE + r, r * SIZE + a + b, 0f);
-            } else {
-                diagonalRowForward(q, k, g, first, a, Math.max(a, rowStart[r]), r, aQK, pKK);
-            }
+        for (int r = a; !factored && r < a + b; r++) {
+            diagonalRowForward(q, k, g, first, a, Math.max(a, rowStart[r]), r, aQK, pKK);
         }
     }
 
     /**
      * Adds the gradients of q, k ({@code [L,K]}, rows of the chunk) and of the gate cumsum
      * ({@code dGamma [len,K]}) given {@code dAQK} ({@code c ≤ r}) and {@code dP} ({@code c < r}), both zero for
-     * the pairs of rows of different documents ({@code c < rowStart[r]}; {@code rowEnd[r]} is one past the local last
-     * row of r's document).
+     * the pairs of rows of different documents ({@code c < docs.rowStart[r]}).
      */
-    void backward(float[] q, float[] k, float[] g, int first, int len, int[] rowStart, int[] rowEnd, Rows rows,
+    void backward(float[] q, float[] k, float[] g, int first, int len, KdaChunk.Documents docs, Rows rows,
                   float[] dAQK, float[] dP, float[] dq, float[] dk, float[] dGamma) {
+        int[] rowStart = docs.rowStart;
         if (!inRange(rows.prefix(), len)) {
             for (int a = 0, b; a < len; a += b) {
                 b = blockRows(g, first, a, len);
@@ -193,12 +189,10 @@ final class PairwiseDecay {
             Arrays.fill(dAQK, r * SIZE + r + 1, r * SIZE + len, 0f);
             Arrays.fill(dP, r * SIZE + r, r * SIZE + len, 0f);
         }
-        ChunkMath.Structure lower = ChunkMath.Structure.lowerA(rowStart);
-        ChunkMath.Structure upper = ChunkMath.Structure.upperA(rowEnd);
-        ChunkMath.matmul(lower, false, len, kd, len, 1f, dAQK, 0, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
-        ChunkMath.matmul(lower, false, len, kd, len, 1f, dP, 0, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
-        ChunkMath.matmul(upper, true, len, kd, len, 1f, dAQK, 0, SIZE, rows.qg(), 0, kd, 0f, dkCol, 0, kd);
-        ChunkMath.matmul(upper, true, len, kd, len, 1f, dP, 0, SIZE, rows.kg(), 0, kd, 1f, dkCol, 0, kd);
+        ChunkMath.matmul(docs.lower, false, len, kd, len, 1f, dAQK, 0, SIZE, kCol, 0, kd, 0f, dqRow, 0, kd);
+        ChunkMath.matmul(docs.lower, false, len, kd, len, 1f, dP, 0, SIZE, kCol, 0, kd, 0f, dkRow, 0, kd);
+        ChunkMath.matmul(docs.upper, true, len, kd, len, 1f, dAQK, 0, SIZE, rows.qg(), 0, kd, 0f, dkCol, 0, kd);
+        ChunkMath.matmul(docs.upper, true, len, kd, len, 1f, dP, 0, SIZE, rows.kg(), 0, kd, 1f, dkCol, 0, kd);
         rowsBackward(len * kd, rows.prefix(), q, k, first * kd, dq, dk, dGamma, 0);
         columnsBackward(len * kd, k, first * kd, 0, dk, dGamma);
     }

@@ -3,6 +3,7 @@ package io.kdapack.core.kda;
 import static io.kdapack.core.kda.KdaAssertions.assertClose;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
 import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -69,24 +70,17 @@ class PairwiseDecayTest {
                 g[r * K + 5] = -1000f;
             }
         }
-        int[] rowStart = new int[len];
-        for (int r = 0; r < len; r++) {
-            for (int start : docStarts) {
-                if (start <= r) {
-                    rowStart[r] = start;
-                }
-            }
-        }
-        int[] rowEnd = new int[len];
-        for (int r = len - 1; r >= 0; r--) {
-            rowEnd[r] = r + 1 < len && rowStart[r + 1] == rowStart[r] ? rowEnd[r + 1] : r + 1;
-        }
+        int[] cuSeqlens = Arrays.copyOf(docStarts, docStarts.length + 1);
+        cuSeqlens[docStarts.length] = len;
+        KdaChunk.Documents docs = new KdaChunk.Documents();
+        docs.layOut(Varlen.fromCuSeqlens(cuSeqlens, len), 0, docStarts.length, 0, len);
+        int[] rowStart = docs.rowStart;
         int size = KdaChunk.SIZE;
         float[] aQK = new float[size * size];
         float[] pKK = new float[size * size];
         PairwiseDecay pairs = new PairwiseDecay(K);
         PairwiseDecay.Rows decayed = decayedRows(q, k, g, first, len, rowStart);
-        pairs.forward(q, k, g, first, len, rowStart, decayed, aQK, pKK);
+        pairs.forward(q, k, g, first, len, docs, decayed, aQK, pKK);
 
         float[] dAQK = new float[size * size];
         float[] dP = new float[size * size];
@@ -136,7 +130,7 @@ class PairwiseDecayTest {
         float[] gotDq = new float[rows * K];
         float[] gotDk = new float[rows * K];
         float[] gotDGamma = new float[len * K];
-        pairs.backward(q, k, g, first, len, rowStart, rowEnd, decayed, dAQK, dP, gotDq, gotDk, gotDGamma);
+        pairs.backward(q, k, g, first, len, docs, decayed, dAQK, dP, gotDq, gotDk, gotDGamma);
         assertClose(what + ": dq", gotDq, dq, 1e-5);
         assertClose(what + ": dk", gotDk, dk, 1e-5);
         double error = 0;
